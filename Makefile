@@ -1,0 +1,42 @@
+# sparkgate — make help lists the targets.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin/sparkgate
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+FUZZTIME ?= 20s
+
+.PHONY: help build run test e2e bench fuzz lint check setup clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+
+build: ## build bin/sparkgate
+	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/sparkgate
+
+run: build ## run the gateway in the safe local mode (or CONFIG=file)
+	./$(BIN) $(if $(CONFIG),-config $(CONFIG))
+
+test: ## unit tests with the race detector
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+
+setup: ## install real Spark, Chromium and the OIDC provider for e2e (idempotent)
+	scripts/setup.sh
+
+e2e: setup build ## end-to-end suite against real Spark, a real IdP and headless Chromium
+	$(GO) test -tags e2e -count=1 -timeout 60m -v ./e2e/ 2>&1 | tee e2e/out/e2e.log; exit $${PIPESTATUS[0]}
+
+bench: build ## benchmarks: Go benchmarks and a wrk load test (figures in bench/out/)
+	scripts/bench.sh
+
+fuzz: ## run every fuzz target for FUZZTIME each
+	scripts/fuzz.sh $(FUZZTIME)
+
+lint: ## golangci-lint (installed into bin/ on first use)
+	test -x bin/golangci-lint || GOBIN=$(CURDIR)/bin $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
+	bin/golangci-lint run ./...
+
+check: test e2e ## everything CI runs: vet, unit tests, e2e
+
+clean: ## remove build output (keeps the .cache of Spark and friends)
+	rm -rf bin e2e/out bench/out
