@@ -1,0 +1,122 @@
+package proxy
+
+import (
+	"net/http"
+	"net/textproto"
+	"strings"
+)
+
+// identityHeaders are request headers through which a client could claim an
+// identity or a network origin to Spark (whose filters or a proxy in front of
+// it may trust them). The gateway sets its own after stripping these.
+var identityHeaders = []string{
+	"Forwarded",
+	"X-Real-Ip",
+	"X-Remote-User",
+	"Remote-User",
+	"X-Forwarded-User",
+	"X-Forwarded-Email",
+	"X-Forwarded-Groups",
+	"X-Forwarded-Preferred-Username",
+	"Authorization",
+	"Proxy-Authorization",
+	"X-Client-Ip",
+	"True-Client-Ip",
+	"Cf-Connecting-Ip",
+}
+
+// StripRequest removes from an outbound request everything the client must
+// not pass to Spark: identity and forwarding headers (every X-Forwarded-*,
+// Forwarded, X-Real-IP, X-Remote-User, Remote-User, every X-Auth-Request-*,
+// Authorization, Proxy-Authorization, and any header named in Connection),
+// gateway cookies (names starting with CookiePrefix; other cookies are kept),
+// and the doAs query parameter in any case. It mutates h and returns the
+// cleaned RawQuery; the rest of the query is kept byte for byte.
+func StripRequest(h http.Header, rawQuery string) (cleanQuery string) {
+	// Hop-by-hop headers named in Connection go first: a client could list
+	// X-Forwarded-For there to smuggle it past a later stage.
+	for _, v := range h.Values("Connection") {
+		for _, name := range strings.Split(v, ",") {
+			if name = textproto.TrimString(name); name != "" {
+				h.Del(name)
+			}
+		}
+	}
+	h.Del("Connection")
+	for _, name := range identityHeaders {
+		h.Del(name)
+	}
+	for name := range h {
+		upper := strings.ToUpper(name)
+		if strings.HasPrefix(upper, "X-FORWARDED-") || strings.HasPrefix(upper, "X-AUTH-REQUEST-") {
+			delete(h, name)
+		}
+	}
+	stripCookies(h)
+	return stripDoAs(rawQuery)
+}
+
+// stripCookies removes gateway cookies from every Cookie header, keeping
+// the other cookies' bytes as sent.
+func stripCookies(h http.Header) {
+	vals := h.Values("Cookie")
+	if len(vals) == 0 {
+		return
+	}
+	var kept []string
+	for _, line := range vals {
+		for _, part := range strings.Split(line, ";") {
+			part = textproto.TrimString(part)
+			if part == "" {
+				continue
+			}
+			name, _, _ := strings.Cut(part, "=")
+			if strings.HasPrefix(textproto.TrimString(name), CookiePrefix) {
+				continue
+			}
+			kept = append(kept, part)
+		}
+	}
+	h.Del("Cookie")
+	if len(kept) > 0 {
+		h.Set("Cookie", strings.Join(kept, "; "))
+	}
+}
+
+// stripDoAs removes every doAs parameter (any case, also percent-encoded
+// spellings of the name) from a raw query, keeping the other pairs as sent.
+func stripDoAs(rawQuery string) string {
+	if rawQuery == "" {
+		return ""
+	}
+	parts := strings.Split(rawQuery, "&")
+	kept := parts[:0]
+	for _, p := range parts {
+		key, _, _ := strings.Cut(p, "=")
+		if isDoAs(key) {
+			continue
+		}
+		kept = append(kept, p)
+	}
+	return strings.Join(kept, "&")
+}
+
+func isDoAs(rawKey string) bool {
+	key := rawKey
+	if strings.ContainsAny(key, "%+") {
+		var b strings.Builder
+		for i := 0; i < len(key); i++ {
+			c := key[i]
+			switch {
+			case c == '+':
+				c = ' '
+			case c == '%' && i+2 < len(key) && isHex(key[i+1]) && isHex(key[i+2]):
+				c = unhex(key[i+1])<<4 | unhex(key[i+2])
+				i += 2
+			}
+			b.WriteByte(c)
+		}
+		key = b.String()
+	}
+	return strings.EqualFold(strings.TrimSpace(key), "doas")
+}

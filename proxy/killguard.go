@@ -1,0 +1,84 @@
+package proxy
+
+import "strings"
+
+// Reasons Guard.Check gives. The server maps ReasonMethod to 405 and the
+// others to 403.
+const (
+	ReasonMethod        = "method not allowed"
+	ReasonStateChanging = "state-changing endpoint (kill, hold, resume, decommission) is not available through the gateway"
+	ReasonHeapHistogram = "heap histograms are disabled on this gateway"
+	ReasonThreadDump    = "thread dumps are disabled on this gateway"
+)
+
+// Guard refuses paths that reach state-changing or app-disturbing handlers.
+//
+// Its zero value is the safe default: heap histograms (which run
+// "jmap -histo:live" and force a full GC on the executor) and thread dumps
+// (which pause threads and can reveal data in stack frames) are both
+// refused. Configuration that wants Spark's own defaults sets
+// AllowThreadDump (Spark's spark.ui.threadDumpsEnabled defaults to true).
+type Guard struct {
+	AllowHeapHistogram bool
+	AllowThreadDump    bool
+}
+
+// stateChanging are path segments that, compared case-insensitively, make
+// a path refused whatever the method: every Spark kill/hold/resume handler
+// (driver /jobs/job/kill, /stages/stage/kill, /jobs/hold, /jobs/resume;
+// Master /app/kill, /driver/kill, /workers/kill, /app/hold, /app/resume;
+// REST submission kill and killall) has one of them as a segment.
+var stateChanging = []string{"kill", "killall", "hold", "resume", "decommission"}
+
+// Check judges a canonical upstream path (as in Route.Path) and the method.
+// Only GET and HEAD are ever let through. Segments are compared with
+// strings.EqualFold, which also folds a few non-ASCII letters (the Kelvin
+// sign folds to k): that only refuses more.
+func (g Guard) Check(method, canonicalPath string) (blocked bool, reason string) {
+	inAPI := false
+	rest := canonicalPath
+	for i := 0; rest != ""; i++ {
+		var seg string
+		seg, rest, _ = strings.Cut(rest, "/")
+		if seg == "" {
+			continue
+		}
+		for _, w := range stateChanging {
+			if strings.EqualFold(seg, w) {
+				return true, ReasonStateChanging
+			}
+		}
+		switch {
+		case strings.EqualFold(seg, "heapHistogram"):
+			if !g.AllowHeapHistogram {
+				return true, ReasonHeapHistogram
+			}
+		case strings.EqualFold(seg, "threadDump"), strings.EqualFold(seg, "taskThreadDump"),
+			inAPI && strings.EqualFold(seg, "threads"):
+			if !g.AllowThreadDump {
+				return true, ReasonThreadDump
+			}
+		case strings.EqualFold(seg, "api"):
+			inAPI = true
+		}
+	}
+	if method != "GET" && method != "HEAD" {
+		return true, ReasonMethod
+	}
+	return false, ""
+}
+
+// KillTarget returns whether canonicalPath is a driver kill endpoint
+// (/jobs/job/kill or /stages/stage/kill, with or without a trailing slash)
+// and which: "job" or "stage". It is for an optional flow in which the
+// gateway itself checks modify permission before a kill; it matches only
+// the exact paths Spark registers.
+func KillTarget(canonicalPath string) (kind string, ok bool) {
+	switch strings.TrimSuffix(canonicalPath, "/") {
+	case "/jobs/job/kill":
+		return "job", true
+	case "/stages/stage/kill":
+		return "stage", true
+	}
+	return "", false
+}
