@@ -247,4 +247,3 @@ func ValidServerName(s string) bool {
 func isAlnum(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
-
