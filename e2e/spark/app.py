@@ -1,0 +1,154 @@
+"""A PySpark driver for the end-to-end suite: fills every UI tab, then waits.
+
+Usage: app.py --name NAME --event-dir DIR [--stop-file PATH] [--long-job]
+              [--conf key=value ...]
+
+It runs local[2] with spark.ui.port=0 and event logging on, runs a shuffle, a
+cached DataFrame, a SQL join and a streaming query (rate -> memory sink), and
+with --long-job a job that keeps running (so the Jobs and Stages pages show
+active work). It then stays alive until the stop file exists or SIGTERM /
+SIGINT arrives, and stops the SparkContext cleanly so the event log is
+complete. Extra confs may also come from the env var SPARK_E2E_CONFS, a JSON
+object of key -> value.
+"""
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+import time
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser()
+    p.add_argument("--name", default="sparkgate-e2e")
+    p.add_argument("--event-dir", required=True)
+    p.add_argument("--stop-file", default="")
+    p.add_argument("--long-job", action="store_true")
+    p.add_argument("--batches", type=int, default=3,
+                   help="streaming batches to wait for before reporting ready")
+    p.add_argument("--conf", action="append", default=[],
+                   help="extra Spark conf key=value; repeatable")
+    return p.parse_args(argv)
+
+
+def build_session(args):
+    b = (SparkSession.builder
+         .appName(args.name)
+         .master("local[2]")
+         .config("spark.ui.port", "0")
+         .config("spark.eventLog.enabled", "true")
+         .config("spark.eventLog.dir", "file:" + os.path.abspath(args.event_dir))
+         .config("spark.sql.shuffle.partitions", "4")
+         .config("spark.ui.showConsoleProgress", "false"))
+    confs = {}
+    env = os.environ.get("SPARK_E2E_CONFS", "")
+    if env:
+        confs.update(json.loads(env))
+    for kv in args.conf:
+        k, _, v = kv.partition("=")
+        confs[k] = v
+    for k, v in confs.items():
+        b = b.config(k, v)
+    return b.getOrCreate()
+
+
+def run_batch_jobs(spark):
+    sc = spark.sparkContext
+    sc.setJobDescription("shuffle: groupBy count")
+    df = spark.range(0, 20000).withColumn("k", F.col("id") % 17)
+    df.groupBy("k").count().collect()
+
+    sc.setJobDescription("cache: persisted range")
+    cached = spark.range(0, 5000).withColumn("sq", F.col("id") * F.col("id"))
+    cached = cached.persist()
+    cached.count()
+    cached.createOrReplaceTempView("squares")
+
+    sc.setJobDescription("sql: join")
+    spark.range(0, 1000).withColumn("k", F.col("id") % 10).createOrReplaceTempView("facts")
+    spark.sql(
+        "SELECT f.k, count(*) AS n, max(s.sq) AS m FROM facts f "
+        "JOIN squares s ON f.id = s.id GROUP BY f.k ORDER BY f.k").collect()
+
+    sc.setJobDescription("rdd: map reduce")
+    sc.parallelize(range(1000), 4).map(lambda x: (x % 5, x)).reduceByKey(lambda a, b: a + b).collect()
+    sc.setJobDescription(None)
+
+
+def start_stream(spark, batches):
+    q = (spark.readStream.format("rate").option("rowsPerSecond", 5).load()
+         .writeStream.format("memory").queryName("rate_sink")
+         .trigger(processingTime="2 seconds").start())
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        p = q.lastProgress
+        if p is not None and p.get("batchId", -1) + 1 >= batches:
+            break
+        time.sleep(0.5)
+    return q
+
+
+def start_long_job(spark):
+    def slow(x):
+        import time as t
+        t.sleep(3600)
+        return x
+
+    def run():
+        sc = spark.sparkContext
+        sc.setLocalProperty("spark.job.description", "long-running: sleeps")
+        try:
+            sc.parallelize(range(1), 1).map(slow).count()
+        except Exception:
+            pass  # cancelled at shutdown
+
+    # One partition: the task holds one of the two local slots, the other
+    # stays free for the stream's micro-batches.
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def main(argv):
+    args = parse_args(argv)
+    os.makedirs(args.event_dir, exist_ok=True)
+    stop = threading.Event()
+
+    def on_signal(signum, frame):
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+    spark = build_session(args)
+    sc = spark.sparkContext
+    print("E2E app_id=%s ui=%s" % (sc.applicationId, sc.uiWebUrl), file=sys.stderr, flush=True)
+    run_batch_jobs(spark)
+    q = start_stream(spark, args.batches)
+    if args.long_job:
+        start_long_job(spark)
+    print("E2E ready app_id=%s" % sc.applicationId, file=sys.stderr, flush=True)
+
+    while not stop.is_set():
+        if args.stop_file and os.path.exists(args.stop_file):
+            break
+        stop.wait(0.5)
+
+    print("E2E stopping app_id=%s" % sc.applicationId, file=sys.stderr, flush=True)
+    try:
+        q.stop()
+    except Exception:
+        pass
+    sc.cancelAllJobs()
+    spark.stop()
+    print("E2E stopped", file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
