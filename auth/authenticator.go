@@ -1,0 +1,290 @@
+// Package auth decides who sends each request to the gateway: it runs the
+// OpenID Connect sign-in (code flow with PKCE), keeps sessions in
+// encrypted, authenticated cookies, verifies bearer tokens of API clients,
+// and offers a single-user local mode with a login URL printed at start.
+//
+// It produces an Identity (user and groups) and nothing else: it knows
+// nothing of Spark, never authorizes, and never reads identity from request
+// headers such as X-Forwarded-User. It never logs tokens, cookies or
+// Authorization headers.
+package auth
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/expirable"
+	"go.uber.org/zap"
+)
+
+const (
+	// cacheSize bounds the decoded-session and bearer caches.
+	cacheSize = 4096
+	// cacheTTL bounds how long a decoded credential is reused without
+	// decrypting or verifying it again; expiry is still checked each time.
+	cacheTTL = time.Minute
+)
+
+// Authenticator signs users in and identifies the sender of each request.
+// It is safe for concurrent use.
+type Authenticator struct {
+	cfg       Config
+	logger    *zap.Logger
+	now       func() time.Time
+	publicURL string // without trailing slash
+	basePath  string // the public URL's path, without trailing slash
+	cookies   cookieOptions
+	codec     *sessionCodec
+
+	// sessions caches decoded session cookies by the hash of their value,
+	// so repeated requests skip decryption.
+	sessions *expirable.LRU[[32]byte, *session]
+	// refreshed maps the hash of a cookie whose session was renewed inside
+	// Authenticate (which cannot set cookies) to the renewed session, so the
+	// refresh token is used once; the login handler writes it to a cookie.
+	refreshed *expirable.LRU[[32]byte, *session]
+	inflight  inflight
+
+	oidc  *oidcClient  // mode oidc
+	local *localLogin // mode local
+	mux   *http.ServeMux
+}
+
+// New builds an Authenticator from a defaulted, validated Config. In mode
+// oidc it runs provider discovery, bounded by the configured timeout.
+// publicURL is the URL users reach the gateway at; the callback and login
+// URLs are built from it.
+func New(ctx context.Context, cfg Config, publicURL string, logger *zap.Logger) (*Authenticator, error) {
+	if errs := cfg.Validate(); len(errs) > 0 {
+		return nil, fmt.Errorf("invalid auth config: %w", errors.Join(errs...))
+	}
+	pu, err := url.Parse(publicURL)
+	if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+		return nil, fmt.Errorf("public URL %q is not an http(s) URL", publicURL)
+	}
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	a := &Authenticator{
+		cfg:       cfg,
+		logger:    logger,
+		now:       time.Now,
+		publicURL: strings.TrimSuffix(publicURL, "/"),
+		basePath:  strings.TrimSuffix(pu.Path, "/"),
+		sessions:  expirable.NewLRU[[32]byte, *session](cacheSize, nil, cacheTTL),
+		refreshed: expirable.NewLRU[[32]byte, *session](cacheSize, nil, cfg.Session.TTL),
+	}
+	a.cookies = cookieOptions{secure: pu.Scheme == "https", path: a.basePath + "/"}
+	if cfg.Session.CookieSecure != nil {
+		a.cookies.secure = *cfg.Session.CookieSecure
+	}
+
+	keys := make([][]byte, 0, len(cfg.Session.Keys))
+	for _, k := range cfg.Session.Keys {
+		b, err := decodeKey(k)
+		if err != nil {
+			return nil, fmt.Errorf("session key: %w", err)
+		}
+		keys = append(keys, b)
+	}
+	if len(keys) == 0 {
+		// Only mode local gets here (Validate requires keys for oidc):
+		// sessions then last until the gateway restarts, like the token.
+		k := make([]byte, 32)
+		if _, err := rand.Read(k); err != nil {
+			return nil, fmt.Errorf("generating session key: %w", err)
+		}
+		keys = append(keys, k)
+	}
+	if a.codec, err = newSessionCodec(keys); err != nil {
+		return nil, err
+	}
+
+	switch cfg.Mode {
+	case ModeOIDC:
+		if a.oidc, err = newOIDCClient(ctx, cfg.OIDC, a.publicURL+"/oauth2/callback", a.now); err != nil {
+			return nil, err
+		}
+	case ModeLocal:
+		if a.local, err = newLocalLogin(cfg.Local); err != nil {
+			return nil, err
+		}
+	}
+	a.mux = a.routes()
+	return a, nil
+}
+
+// LocalLoginURL returns, in mode local, the login URL to print at start;
+// whoever opens it is signed in as the local user. It is "" in mode oidc.
+func (a *Authenticator) LocalLoginURL() string {
+	if a.local == nil {
+		return ""
+	}
+	return a.publicURL + "/oauth2/token?token=" + hex.EncodeToString(a.local.token)
+}
+
+// Handler serves the sign-in endpoints under <public path>/oauth2/:
+// login, callback, logout, and token (mode local).
+func (a *Authenticator) Handler() http.Handler { return a.mux }
+
+func (a *Authenticator) routes() *http.ServeMux {
+	mux := http.NewServeMux()
+	p := a.basePath + "/oauth2/"
+	mux.Handle(p+"logout", a.handle(a.serveLogout))
+	if a.local != nil {
+		mux.Handle(p+"token", a.handle(a.serveLocalToken))
+		mux.Handle(p+"login", http.HandlerFunc(a.serveLocalChallenge))
+	} else {
+		mux.Handle(p+"login", a.handle(a.serveLogin))
+		mux.Handle(p+"callback", a.handle(a.serveCallback))
+	}
+	return mux
+}
+
+// Authenticate identifies the sender of r. It returns (id, true, nil) when
+// r carries a valid session cookie or bearer token, (_, false, nil) when it
+// carries none or a bad one, and an error only when a provider needed to
+// decide could not be reached. Identity headers sent by the client are
+// never read.
+func (a *Authenticator) Authenticate(r *http.Request) (Identity, bool, error) {
+	if h := r.Header.Get("Authorization"); h != "" {
+		if token, ok := bearerToken(h); ok {
+			return a.authenticateBearer(r.Context(), token)
+		}
+	}
+	s, _, err := a.currentSession(r.Context(), r)
+	if err != nil || s == nil {
+		return Identity{}, false, err
+	}
+	return s.identity(), true, nil
+}
+
+// currentSession returns the request's live session (renewed if due), or
+// nil when there is none. renewed says the session differs from the
+// cookie, which should then be rewritten.
+func (a *Authenticator) currentSession(ctx context.Context, r *http.Request) (s *session, renewed bool, err error) {
+	value := readSessionValue(r)
+	if value == "" {
+		return nil, false, nil
+	}
+	key := sha256.Sum256([]byte(value))
+	s, ok := a.sessions.Get(key)
+	if !ok {
+		s = new(session)
+		if err := a.codec.decode(sessionCookie, value, s); err != nil {
+			if ce := a.logger.Check(zap.DebugLevel, "session cookie refused"); ce != nil {
+				ce.Write(zap.Error(err))
+			}
+			return nil, false, nil
+		}
+		a.sessions.Add(key, s)
+	}
+	if rs, ok := a.refreshed.Get(key); ok {
+		s, renewed = rs, true
+	}
+	now := a.now()
+	due := !now.Before(s.Expiry) || (!s.RefreshAt.IsZero() && !now.Before(s.RefreshAt))
+	if !due {
+		return s, renewed, nil
+	}
+	if a.oidc == nil || s.RefreshToken == "" || !*a.cfg.Session.Refresh {
+		if now.Before(s.Expiry) {
+			return s, renewed, nil
+		}
+		return nil, false, nil
+	}
+	ns, err := a.inflight.do(key, func() (*session, error) {
+		// Another request may have renewed this cookie's session just now.
+		if rs, ok := a.refreshed.Get(key); ok && rs != s && a.now().Before(rs.Expiry) && (rs.RefreshAt.IsZero() || a.now().Before(rs.RefreshAt)) {
+			return rs, nil
+		}
+		ns, err := a.refreshSession(ctx, s)
+		if err == nil {
+			a.refreshed.Add(key, ns)
+		}
+		return ns, err
+	})
+	switch {
+	case err == nil:
+		return ns, true, nil
+	case errors.Is(err, errRefreshRefused):
+		a.logger.Info("session refresh refused", zap.String("user", s.User), zap.Error(err))
+		a.sessions.Remove(key)
+		a.refreshed.Remove(key)
+		return nil, false, nil
+	case now.Before(s.Expiry):
+		// The provider is unreachable but the session itself is still
+		// valid: keep serving it rather than sign everyone out.
+		a.logger.Warn("session refresh failed; keeping session", zap.String("user", s.User), zap.Error(err))
+		return s, renewed, nil
+	default:
+		return nil, false, fmt.Errorf("refreshing session of %s: %w", s.User, err)
+	}
+}
+
+// saveSession encodes s and writes it as the session cookie.
+func (a *Authenticator) saveSession(w http.ResponseWriter, r *http.Request, s *session) error {
+	value, err := a.codec.encode(sessionCookie, s)
+	if err != nil {
+		return err
+	}
+	maxAge := int(s.Expiry.Sub(a.now()) / time.Second)
+	if s.RefreshToken != "" && *a.cfg.Session.Refresh {
+		// A refreshable session outlives its first expiry: let the browser
+		// keep the cookie; the value's own expiry still rules.
+		maxAge = 0
+	}
+	if maxAge < 0 {
+		maxAge = -1
+	}
+	return writeSession(w, r, a.cookies, value, maxAge)
+}
+
+// Challenge answers a request that is not signed in. Browsers are sent to
+// sign in (302, keeping path and query to return to); API clients (a path
+// with /api/, Accept: application/json, or an Authorization header) get 401
+// with a JSON error and WWW-Authenticate: Bearer.
+func (a *Authenticator) Challenge(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	if isAPIRequest(r) {
+		challenge := `Bearer realm="sparkgate"`
+		if _, ok := bearerToken(r.Header.Get("Authorization")); ok {
+			challenge += `, error="invalid_token"`
+		}
+		w.Header().Set("WWW-Authenticate", challenge)
+		writeJSONError(w, http.StatusUnauthorized, "not signed in")
+		return
+	}
+	if a.local != nil {
+		a.serveLocalChallenge(w, r)
+		return
+	}
+	loc := a.basePath + "/oauth2/login"
+	if rd, ok := safeRedirect(r.URL.RequestURI()); ok && rd != "/" {
+		loc += "?rd=" + url.QueryEscape(rd)
+	}
+	http.Redirect(w, r, loc, http.StatusFound)
+}
+
+// isAPIRequest tells programs, which cannot follow a sign-in, from browsers.
+func isAPIRequest(r *http.Request) bool {
+	return strings.Contains(r.URL.Path, "/api/") ||
+		strings.Contains(r.Header.Get("Accept"), "application/json") ||
+		r.Header.Get("Authorization") != ""
+}
+
+// redirectTarget returns the validated rd parameter of r, or "/".
+func (a *Authenticator) redirectTarget(r *http.Request) string {
+	if rd, ok := safeRedirect(r.URL.Query().Get("rd")); ok {
+		return rd
+	}
+	return a.basePath + "/"
+}

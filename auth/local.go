@@ -1,0 +1,77 @@
+package auth
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"slices"
+
+	"go.uber.org/zap"
+)
+
+// localLogin is mode local: one user, and a random token in a URL printed
+// at start (as Jupyter does). Whoever opens the URL gets a session.
+type localLogin struct {
+	user   string
+	groups []string
+	token  []byte
+}
+
+func newLocalLogin(cfg LocalConfig) (*localLogin, error) {
+	t := make([]byte, 32)
+	if _, err := rand.Read(t); err != nil {
+		return nil, fmt.Errorf("generating login token: %w", err)
+	}
+	return &localLogin{user: cfg.User, groups: slices.Clone(cfg.Groups), token: t}, nil
+}
+
+// check compares a hex token with the login token in constant time.
+func (l *localLogin) check(s string) bool {
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != len(l.token) {
+		return false
+	}
+	return subtle.ConstantTimeCompare(b, l.token) == 1
+}
+
+// serveLocalToken signs in whoever holds the token, then returns to rd.
+func (a *Authenticator) serveLocalToken(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return newHTTPError(http.StatusMethodNotAllowed, "Use GET.", nil)
+	}
+	if !a.local.check(r.URL.Query().Get("token")) {
+		a.renderPage(w, http.StatusForbidden, "Wrong login token",
+			"This login link is not valid. Open the login URL printed by sparkgate at start.", "", "")
+		return nil
+	}
+	s := &session{
+		User:   a.local.user,
+		Groups: a.local.groups,
+		Method: MethodLocal,
+		Expiry: a.now().Add(a.cfg.Session.TTL),
+	}
+	if err := a.saveSession(w, r, s); err != nil {
+		return fmt.Errorf("saving local session: %w", err)
+	}
+	a.logger.Info("signed in", zap.String("user", s.User), zap.String("method", MethodLocal))
+	http.Redirect(w, r, a.redirectTarget(r), http.StatusFound)
+	return nil
+}
+
+// serveLocalChallenge tells a browser how to sign in in mode local.
+func (a *Authenticator) serveLocalChallenge(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	a.renderPage(w, http.StatusUnauthorized, "Sign in to sparkgate",
+		"Open the login URL printed by sparkgate at start (it contains a token).", "", "")
+}
+
+// authenticateLocalBearer accepts "Authorization: Bearer <login token>" in
+// mode local, so scripts can use the same token.
+func (a *Authenticator) authenticateLocalBearer(token string) (Identity, bool, error) {
+	if !a.local.check(token) {
+		return Identity{}, false, nil
+	}
+	return Identity{User: a.local.user, Groups: a.local.groups, Method: MethodLocal, Expiry: a.now().Add(a.cfg.Session.TTL)}, true, nil
+}
