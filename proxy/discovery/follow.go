@@ -1,0 +1,338 @@
+package discovery
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Follower limits.
+const (
+	followPoll    = 200 * time.Millisecond
+	maxLineLen    = 64 << 10 // longer lines are cut; no UI line comes near
+	readPerPoll   = 16 << 20 // per file, so a huge backlog cannot stall a poll
+	maxFollowed   = 4096     // open files; more matches are skipped with a warning
+	readChunkSize = 64 << 10
+)
+
+// logCandidates is what the follower currently believes about one log file:
+// the UI URLs to try, best first. Empty means no live UI (none seen yet or
+// the last one was stopped).
+type logCandidates struct {
+	path    string
+	urls    []string
+	stopped bool   // the change was a Stopped line
+	appHint string // for logs only; never used as an id
+}
+
+// fileState follows one path.
+type fileState struct {
+	path    string
+	src     *LogSource
+	f       *os.File
+	info    os.FileInfo // of the open file, for rotation checks
+	offset  int64
+	partial []byte
+	discard bool // inside an over-long line: drop until newline
+
+	hostHint string
+	uiURL    string // from a URL line
+	uiPort   int    // from a port line
+	scheme   string
+	appHint  string
+	lastSent []string
+	changed  bool
+	stopped  bool
+}
+
+// follower reads driver logs. It is driven by poll and is not safe for
+// concurrent use.
+type follower struct {
+	sources []LogSource
+	files   map[string]*fileState
+	logger  *zap.Logger
+	buf     []byte
+	warned  bool
+}
+
+func newFollower(sources []LogSource, logger *zap.Logger) *follower {
+	return &follower{sources: sources, files: map[string]*fileState{}, logger: logger, buf: make([]byte, readChunkSize)}
+}
+
+// poll re-evaluates the globs, reads what each file gained and returns the
+// files whose candidates changed.
+func (fl *follower) poll() []logCandidates {
+	seen := make(map[string]bool, len(fl.files))
+	for i := range fl.sources {
+		src := &fl.sources[i]
+		for _, pat := range src.Paths {
+			matches, err := filepath.Glob(pat)
+			if err != nil {
+				continue // Validate rejects bad patterns
+			}
+			for _, p := range matches {
+				if seen[p] {
+					continue
+				}
+				seen[p] = true
+				st := fl.files[p]
+				if st == nil {
+					if len(fl.files) >= maxFollowed {
+						if !fl.warned {
+							fl.logger.Warn("too many log files; ignoring the rest", zap.Int("limit", maxFollowed))
+							fl.warned = true
+						}
+						continue
+					}
+					st = &fileState{path: p, src: src}
+					fl.files[p] = st
+				}
+				fl.readFile(st)
+			}
+		}
+	}
+	var out []logCandidates
+	for p, st := range fl.files {
+		if !seen[p] {
+			// Gone from the globs: read what is left, then forget it.
+			fl.readFile(st)
+			st.close()
+			delete(fl.files, p)
+			if len(st.lastSent) > 0 {
+				out = append(out, logCandidates{path: p})
+			}
+			continue
+		}
+		if st.changed {
+			st.changed = false
+			urls := st.candidates()
+			if !slices.Equal(urls, st.lastSent) || st.stopped {
+				out = append(out, logCandidates{path: p, urls: urls, stopped: st.stopped, appHint: st.appHint})
+				st.lastSent = urls
+			}
+			st.stopped = false
+		}
+	}
+	return out
+}
+
+// current returns the candidates of every followed file.
+func (fl *follower) current() []logCandidates {
+	out := make([]logCandidates, 0, len(fl.files))
+	for p, st := range fl.files {
+		if len(st.lastSent) > 0 {
+			out = append(out, logCandidates{path: p, urls: st.lastSent, appHint: st.appHint})
+		}
+	}
+	return out
+}
+
+func (fl *follower) closeAll() {
+	for _, st := range fl.files {
+		st.close()
+	}
+}
+
+func (st *fileState) close() {
+	if st.f != nil {
+		st.f.Close()
+		st.f = nil
+	}
+}
+
+// readFile reads new bytes, following rotation and truncation.
+func (fl *follower) readFile(st *fileState) {
+	if st.f == nil {
+		if !fl.open(st) {
+			return
+		}
+	}
+	// Drain the open file first: after a rename-rotation its tail belongs
+	// to the same driver.
+	fl.drain(st)
+	cur, err := os.Stat(st.path)
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			fl.logger.Debug("stat log", zap.String("path", st.path), zap.Error(err))
+		}
+		return
+	}
+	if !os.SameFile(cur, st.info) {
+		fl.flushPartial(st)
+		st.close()
+		if fl.open(st) {
+			fl.drain(st)
+		}
+		return
+	}
+	if fi, err := st.f.Stat(); err == nil && fi.Size() < st.offset {
+		// Truncated in place (copytruncate, or `2> file` reopened by a
+		// new run): start again from the top.
+		st.offset, st.partial, st.discard = 0, st.partial[:0], false
+		fl.drain(st)
+	}
+}
+
+func (fl *follower) open(st *fileState) bool {
+	f, err := os.Open(st.path)
+	if err != nil {
+		return false
+	}
+	info, err := f.Stat()
+	if err != nil || !info.Mode().IsRegular() {
+		f.Close()
+		return false
+	}
+	st.f, st.info, st.offset, st.partial, st.discard = f, info, 0, st.partial[:0], false
+	return true
+}
+
+// drain reads from offset to EOF (up to readPerPoll) and parses whole lines.
+func (fl *follower) drain(st *fileState) {
+	var total int
+	for total < readPerPoll {
+		n, err := st.f.ReadAt(fl.buf, st.offset)
+		if n > 0 {
+			st.offset += int64(n)
+			total += n
+			fl.feed(st, fl.buf[:n])
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				fl.logger.Debug("read log", zap.String("path", st.path), zap.Error(err))
+			}
+			return
+		}
+	}
+}
+
+func (fl *follower) feed(st *fileState, b []byte) {
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			if !st.discard {
+				room := maxLineLen - len(st.partial)
+				if len(b) > room {
+					// Keep the head (where every message we want starts)
+					// and drop the rest of the line.
+					st.partial = append(st.partial, b[:room]...)
+					st.discard = true
+				} else {
+					st.partial = append(st.partial, b...)
+				}
+			}
+			return
+		}
+		if st.discard {
+			fl.line(st, st.partial)
+			st.partial, st.discard = st.partial[:0], false
+		} else if len(st.partial) > 0 {
+			st.partial = append(st.partial, b[:min(i, maxLineLen-len(st.partial))]...)
+			fl.line(st, st.partial)
+			st.partial = st.partial[:0]
+		} else {
+			fl.line(st, b[:min(i, maxLineLen)])
+		}
+		b = b[i+1:]
+	}
+}
+
+// flushPartial parses a last line that ended without a newline, when its
+// file is rotated away.
+func (fl *follower) flushPartial(st *fileState) {
+	if len(st.partial) > 0 {
+		fl.line(st, st.partial)
+		st.partial, st.discard = st.partial[:0], false
+	}
+}
+
+func (fl *follower) line(st *fileState, b []byte) {
+	b = bytes.TrimRight(b, "\r")
+	ev, ok := ParseLine(string(b))
+	if !ok {
+		return
+	}
+	switch ev.Kind {
+	case EventUIPort:
+		st.uiURL, st.uiPort, st.scheme = "", ev.Port, ev.Scheme
+		st.changed = true
+	case EventUIURL:
+		st.uiURL, st.uiPort = ev.URL, 0
+		st.changed = true
+	case EventUIStopped:
+		st.uiURL, st.uiPort, st.appHint = "", 0, ""
+		st.changed, st.stopped = true, true
+	case EventHost:
+		if st.hostHint != ev.Host {
+			st.hostHint = ev.Host
+			st.changed = true
+		}
+	case EventAppID:
+		st.appHint = ev.AppID
+	}
+}
+
+// candidates lists the URLs to try, best first: the URL from the line,
+// then the same port on the log's host hint, then on the source's host.
+func (st *fileState) candidates() []string {
+	var out []string
+	add := func(s string) {
+		if s != "" && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	port, scheme := st.uiPort, st.scheme
+	if st.uiURL != "" {
+		add(st.uiURL)
+		if u, ok := splitURLPort(st.uiURL); ok {
+			port, scheme = u.port, u.scheme
+		}
+	}
+	if port == 0 {
+		return out
+	}
+	hostURL := func(h string) string {
+		if h == "" {
+			return ""
+		}
+		return scheme + "://" + net.JoinHostPort(h, strconv.Itoa(port))
+	}
+	add(hostURL(st.hostHint))
+	add(hostURL(st.src.Host))
+	return out
+}
+
+type schemePort struct {
+	scheme string
+	port   int
+}
+
+// splitURLPort returns the scheme and port of a root UI URL (no path);
+// URLs with a path (a master's /proxy/<id>) get no host alternatives.
+func splitURLPort(s string) (schemePort, bool) {
+	for _, sc := range []string{"http", "https"} {
+		rest, ok := strings.CutPrefix(s, sc+"://")
+		if !ok {
+			continue
+		}
+		_, p, err := net.SplitHostPort(rest)
+		if err != nil {
+			return schemePort{}, false
+		}
+		n, ok := leadingPort(p)
+		if !ok || strconv.Itoa(n) != p {
+			return schemePort{}, false
+		}
+		return schemePort{sc, n}, true
+	}
+	return schemePort{}, false
+}

@@ -1,0 +1,253 @@
+package discovery
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Limits for calls to drivers and History Servers.
+const (
+	callTimeout   = 3 * time.Second  // per outbound request, headers and body
+	driverBodyMax = 1 << 20          // a driver's app list is one small object
+	envBodyMax    = 16 << 20         // environments list every classpath entry
+	listBodyMax   = 64 << 20         // a History Server lists every app it has
+	startingMax   = 2 * time.Minute  // Spark shows its placeholder until SparkContext is up
+	nonJSONMax    = 10 * time.Second // other non-JSON answers: give a restarting UI a moment
+	retryFirst    = 100 * time.Millisecond
+	retryCap      = 2 * time.Second
+)
+
+// aclKeys are the properties the policy needs, read from the environment.
+var aclKeys = []string{
+	"spark.acls.enable",
+	"spark.admin.acls", "spark.admin.acls.groups",
+	"spark.ui.view.acls", "spark.ui.view.acls.groups",
+	"spark.modify.acls", "spark.modify.acls.groups",
+	"spark.user.groups.mapping",
+}
+
+var (
+	// errStarting means the UI answered with Spark's "starting up"
+	// placeholder: retry soon.
+	errStarting = errors.New("spark UI is starting up")
+	// errNotJSON means an answer that is not JSON: retry a few times.
+	errNotJSON = errors.New("answer is not JSON")
+	// errNotDriver means a well-formed answer that is not one live app.
+	errNotDriver = errors.New("not a driver UI")
+)
+
+// unreachableError is a failure to connect or to get any HTTP answer.
+type unreachableError struct {
+	refused bool
+	err     error
+}
+
+func (e *unreachableError) Error() string { return "unreachable: " + e.err.Error() }
+func (e *unreachableError) Unwrap() error { return e.err }
+
+// apiAttempt and apiApp are Spark's ApplicationAttemptInfo and
+// ApplicationInfo (status/api/v1/api.scala), as much as discovery reads.
+type apiAttempt struct {
+	AttemptID        string `json:"attemptId"`
+	SparkUser        string `json:"sparkUser"`
+	Completed        bool   `json:"completed"`
+	AppSparkVersion  string `json:"appSparkVersion"`
+	StartTimeEpoch   int64  `json:"startTimeEpoch"`
+	EndTimeEpoch     int64  `json:"endTimeEpoch"`
+	LastUpdatedEpoch int64  `json:"lastUpdatedEpoch"`
+}
+
+type apiApp struct {
+	ID       string       `json:"id"`
+	Name     string       `json:"name"`
+	Attempts []apiAttempt `json:"attempts"`
+}
+
+// driverInfo is what a verified driver said about itself.
+type driverInfo struct {
+	ID, Name, User, AttemptID, SparkVersion string
+	Start                                   time.Time
+	Completed                               bool
+	ACLProps                                map[string]string // nil if the environment was unreadable
+	ProxyBase                               string
+}
+
+// client makes the bounded outbound calls. Its zero value is not usable.
+type client struct {
+	hc *http.Client
+}
+
+func newClient(tr http.RoundTripper) *client {
+	if tr == nil {
+		tr = newTransport()
+	}
+	return &client{hc: &http.Client{
+		Transport: tr,
+		// Drivers answer the API directly; a redirect means a proxy or
+		// filter in the way (YARN's AmIpFilter, a login page), which is
+		// not an answer from the app.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
+}
+
+func newTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.Proxy = nil // drivers are on the cluster network, never behind the environment's proxy
+	// Short dials: a dead driver must not hold a verification slot.
+	t.DialContext = (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	// A UI that accepts but does not answer is as good as gone.
+	t.ResponseHeaderTimeout = callTimeout
+	// Keep a few idle connections per driver for the liveness checks.
+	t.MaxIdleConnsPerHost = 2
+	t.IdleConnTimeout = 90 * time.Second
+	return t
+}
+
+// getJSON fetches base+p (p may end in ?query) and decodes JSON into v, reading at most max bytes.
+func (c *client) getJSON(ctx context.Context, base *url.URL, p string, max int64, v any) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	p, query, _ := strings.Cut(p, "?")
+	u := base.JoinPath(p)
+	u.RawQuery = query
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return fmt.Errorf("building request: %w", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return &unreachableError{refused: errors.Is(err, syscall.ECONNREFUSED), err: err}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	if err != nil {
+		return &unreachableError{err: fmt.Errorf("reading %s: %w", u.Redacted(), err)}
+	}
+	if int64(len(body)) > max {
+		return fmt.Errorf("%s: answer larger than %d bytes: %w", u.Redacted(), max, errNotDriver)
+	}
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if bytes.Contains(body, []byte("Spark is starting up")) && ct != "application/json" {
+		return errStarting
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: status %d: %w", u.Redacted(), resp.StatusCode, errNotDriver)
+	}
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || (trimmed[0] != '[' && trimmed[0] != '{') {
+		return fmt.Errorf("%s: %w", u.Redacted(), errNotJSON)
+	}
+	if err := json.Unmarshal(trimmed, v); err != nil {
+		return fmt.Errorf("%s: decoding: %w: %w", u.Redacted(), errNotDriver, err)
+	}
+	return nil
+}
+
+// driverApp asks a UI for its one application.
+func (c *client) driverApp(ctx context.Context, ui *url.URL) (apiApp, error) {
+	var apps []apiApp
+	if err := c.getJSON(ctx, ui, "api/v1/applications", driverBodyMax, &apps); err != nil {
+		return apiApp{}, err
+	}
+	if len(apps) != 1 || !validAppIDHint(apps[0].ID) || len(apps[0].Attempts) == 0 {
+		return apiApp{}, fmt.Errorf("%d apps at %s: %w", len(apps), ui.Redacted(), errNotDriver)
+	}
+	return apps[0], nil
+}
+
+// environmentProps reads the ACL properties and spark.ui.proxyBase from an
+// environment endpoint (driver or History Server).
+func (c *client) environmentProps(ctx context.Context, base *url.URL, p string) (map[string]string, string, error) {
+	var env struct {
+		SparkProperties  [][]string `json:"sparkProperties"`
+		SystemProperties [][]string `json:"systemProperties"`
+	}
+	if err := c.getJSON(ctx, base, p, envBodyMax, &env); err != nil {
+		return nil, "", err
+	}
+	acl := map[string]string{}
+	proxyBase := ""
+	scan := func(pairs [][]string, sys bool) {
+		for _, kv := range pairs {
+			if len(kv) != 2 {
+				continue
+			}
+			if kv[0] == "spark.ui.proxyBase" && (proxyBase == "" || !sys) {
+				proxyBase = kv[1]
+			}
+			for _, k := range aclKeys {
+				if kv[0] == k {
+					if _, set := acl[k]; !set || !sys {
+						acl[k] = kv[1]
+					}
+				}
+			}
+		}
+	}
+	scan(env.SystemProperties, true)
+	scan(env.SparkProperties, false)
+	return acl, strings.TrimRight(proxyBase, "/"), nil
+}
+
+// verifyOnce asks a candidate UI once: its one app, then its environment.
+func (c *client) verifyOnce(ctx context.Context, ui *url.URL) (driverInfo, error) {
+	app, err := c.driverApp(ctx, ui)
+	if err != nil {
+		return driverInfo{}, err
+	}
+	a := app.Attempts[0]
+	info := driverInfo{
+		ID: app.ID, Name: app.Name, User: a.SparkUser, AttemptID: a.AttemptID,
+		SparkVersion: a.AppSparkVersion, Completed: a.Completed,
+	}
+	if a.StartTimeEpoch > 0 {
+		info.Start = time.UnixMilli(a.StartTimeEpoch)
+	}
+	acl, pb, err := c.environmentProps(ctx, ui, "api/v1/applications/"+url.PathEscape(app.ID)+"/environment")
+	if err == nil {
+		info.ACLProps, info.ProxyBase = acl, pb
+	}
+	return info, nil
+}
+
+// verify retries verifyOnce while the UI shows its placeholder or a
+// non-JSON answer, with backoff from 100 ms up to 2 s between tries.
+func (c *client) verify(ctx context.Context, ui *url.URL) (driverInfo, error) {
+	start := time.Now()
+	delay := retryFirst
+	for {
+		info, err := c.verifyOnce(ctx, ui)
+		var budget time.Duration
+		switch {
+		case errors.Is(err, errStarting):
+			budget = startingMax
+		case errors.Is(err, errNotJSON):
+			budget = nonJSONMax
+		default:
+			return info, err
+		}
+		if time.Since(start)+delay > budget {
+			return info, err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return driverInfo{}, ctx.Err()
+		case <-t.C:
+		}
+		delay = min(delay*2, retryCap)
+	}
+}

@@ -1,0 +1,49 @@
+package discovery
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+)
+
+// yarnSource lists RUNNING apps of a ResourceManager. The candidate is the
+// app's tracking URL, which is the RM web proxy (/proxy/<appId>/): the
+// driver's AmIpFilter redirects anyone else to it.
+type yarnSource struct {
+	base *url.URL
+	c    *client
+}
+
+func (y *yarnSource) name() string { return "yarn:" + y.base.String() }
+
+func (y *yarnSource) candidates(ctx context.Context) ([]candidate, error) {
+	var resp struct {
+		Apps *struct {
+			App []struct {
+				ID          string `json:"id"`
+				State       string `json:"state"`
+				TrackingUI  string `json:"trackingUI"`
+				TrackingURL string `json:"trackingUrl"`
+			} `json:"app"`
+		} `json:"apps"`
+	}
+	u := *y.base
+	if err := y.c.getJSON(ctx, &u, "ws/v1/cluster/apps?states=RUNNING", listBodyMax, &resp); err != nil {
+		return nil, fmt.Errorf("reading resource manager %s: %w", y.base.Redacted(), err)
+	}
+	if resp.Apps == nil { // {"apps":null} when nothing runs
+		return nil, nil
+	}
+	var out []candidate
+	for _, a := range resp.Apps.App {
+		if a.State != "RUNNING" || a.TrackingUI != "ApplicationMaster" || a.TrackingURL == "" {
+			continue
+		}
+		ui, err := parseCandidateURL(a.TrackingURL)
+		if err != nil {
+			continue
+		}
+		out = append(out, candidate{url: ui, source: y.name(), yarn: true})
+	}
+	return out, nil
+}
