@@ -53,7 +53,7 @@ type Authenticator struct {
 	refreshed *expirable.LRU[[32]byte, *session]
 	inflight  inflight
 
-	oidc  *oidcClient  // mode oidc
+	oidc  *oidcClient // mode oidc
 	local *localLogin // mode local
 	mux   *http.ServeMux
 }
@@ -110,7 +110,7 @@ func New(ctx context.Context, cfg Config, publicURL string, logger *zap.Logger) 
 
 	switch cfg.Mode {
 	case ModeOIDC:
-		if a.oidc, err = newOIDCClient(ctx, cfg.OIDC, a.publicURL+"/oauth2/callback", a.now); err != nil {
+		if a.oidc, err = newOIDCClient(ctx, cfg.OIDC, a.publicURL+"/oauth2/callback", func() time.Time { return a.now() }); err != nil {
 			return nil, err
 		}
 	case ModeLocal:

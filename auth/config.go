@@ -236,5 +236,4 @@ func decodeKey(s string) ([]byte, error) {
 	return nil, errors.New("not valid base64")
 }
 
-
 func ptr[T any](v T) *T { return &v }
