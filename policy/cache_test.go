@@ -67,9 +67,13 @@ func TestCachedKeys(t *testing.T) {
 			second: func(c *Cached) Decision { return c.DecideLive(user("bob"), on(), "bob", View) },
 		},
 		{
-			name:   "property values cannot run into each other",
-			first:  func(c *Cached) Decision { return c.DecideLive(user("bob"), on(PropAdminACLs, "a", PropViewACLs, "bc"), "o", View) },
-			second: func(c *Cached) Decision { return c.DecideLive(user("bob"), on(PropAdminACLs, "ab", PropViewACLs, "c"), "o", View) },
+			name: "property values cannot run into each other",
+			first: func(c *Cached) Decision {
+				return c.DecideLive(user("bob"), on(PropAdminACLs, "a", PropViewACLs, "bc"), "o", View)
+			},
+			second: func(c *Cached) Decision {
+				return c.DecideLive(user("bob"), on(PropAdminACLs, "ab", PropViewACLs, "c"), "o", View)
+			},
 		},
 		{
 			name: "history rules are part of the key",
