@@ -1,0 +1,108 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Kill modes.
+const (
+	// KillDeny refuses every kill request and removes the kill links.
+	KillDeny = "deny"
+	// KillModifyACL shows the gateway's own confirmation page for the
+	// driver's job and stage kill links and sends the kill only if the
+	// Authorizer grants Modify (Spark's spark.modify.acls).
+	KillModifyACL = "modify-acl"
+)
+
+// Config is the proxy part of the configuration, under the top-level key
+// "proxy:". Start from DefaultConfig (decoding YAML into a Config does so by
+// itself), then call SetDefaults and Validate.
+type Config struct {
+	// Kill is "deny" (default): no kill through the gateway, or
+	// "modify-acl": kill links lead to a confirmation page and the kill is
+	// sent only for users with modify permission.
+	Kill string `yaml:"kill"`
+	// AllowHeapHistogram lets executor heap histograms through. Default
+	// false: a histogram runs "jmap -histo:live", which forces a full GC on
+	// the executor.
+	AllowHeapHistogram bool `yaml:"allow_heap_histogram"`
+	// AllowThreadDump lets executor and task thread dumps through. Default
+	// true, as Spark's spark.ui.threadDumpsEnabled.
+	AllowThreadDump bool `yaml:"allow_thread_dump"`
+	// DialTimeout bounds connecting to a driver or History Server. Default
+	// 5s: upstreams are on the same network, and a driver that has exited
+	// must fall back to history quickly rather than hold the user's page.
+	DialTimeout time.Duration `yaml:"dial_timeout"`
+	// ResponseHeaderTimeout bounds the wait for an upstream's response
+	// headers. Default 60s: a History Server replays the whole event log
+	// of an app on its first view, which takes long for big apps, but a
+	// hung driver must still end in a 502 rather than a spinning tab.
+	ResponseHeaderTimeout time.Duration `yaml:"response_header_timeout"`
+	// IdleConnTimeout closes idle upstream connections. Default 5s: Spark
+	// 4 closes idle connections after 8s (SPARK-45248); closing ours first
+	// avoids sending a request on a connection the driver is closing.
+	IdleConnTimeout time.Duration `yaml:"idle_conn_timeout"`
+}
+
+// DefaultConfig returns the configuration with every default applied.
+func DefaultConfig() Config {
+	c := Config{AllowThreadDump: true}
+	c.SetDefaults()
+	return c
+}
+
+// UnmarshalYAML decodes over DefaultConfig, so that keys left out keep
+// their defaults (a plain bool could not tell "false" from "absent").
+func (c *Config) UnmarshalYAML(n *yaml.Node) error {
+	type plain Config
+	p := plain(DefaultConfig())
+	if err := n.Decode(&p); err != nil {
+		return fmt.Errorf("proxy: %w", err)
+	}
+	*c = Config(p)
+	return nil
+}
+
+// SetDefaults fills zero fields. AllowThreadDump's default (true) cannot be
+// told from false here; DefaultConfig and UnmarshalYAML apply it.
+func (c *Config) SetDefaults() {
+	if c.Kill == "" {
+		c.Kill = KillDeny
+	}
+	if c.DialTimeout == 0 {
+		c.DialTimeout = 5 * time.Second
+	}
+	if c.ResponseHeaderTimeout == 0 {
+		c.ResponseHeaderTimeout = 60 * time.Second
+	}
+	if c.IdleConnTimeout == 0 {
+		c.IdleConnTimeout = 5 * time.Second
+	}
+}
+
+// Validate reports every problem at once, each naming its key.
+func (c *Config) Validate() []error {
+	var errs []error
+	if c.Kill != KillDeny && c.Kill != KillModifyACL {
+		errs = append(errs, fmt.Errorf("proxy.kill: must be %q or %q, got %q", KillDeny, KillModifyACL, c.Kill))
+	}
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{
+		{"proxy.dial_timeout", c.DialTimeout},
+		{"proxy.response_header_timeout", c.ResponseHeaderTimeout},
+		{"proxy.idle_conn_timeout", c.IdleConnTimeout},
+	} {
+		if d.v <= 0 {
+			errs = append(errs, fmt.Errorf("%s: must be positive, got %v", d.key, d.v))
+		}
+	}
+	return errs
+}
+
+var errNoRegistry = errors.New("proxy: Options.Registry is nil")

@@ -1,0 +1,108 @@
+package proxy
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// indexRow is one app on the index page.
+type indexRow struct {
+	ID, Name, User, State string
+	Running               bool
+	Start, StartISO       string
+	Duration              string
+	Version, Source       string
+	Link                  string
+	// Search is what the client-side filter matches, lower case.
+	Search string
+}
+
+type indexPage struct {
+	pageBase
+	Rows           []indexRow
+	Query          string
+	Total          int // apps the user may view, before ?q=
+	Running        int
+	Finished       int
+	Sources        []string
+	HistoryServers []string
+}
+
+// serveIndex lists every app the user may view. ?q= filters on the server
+// (works without JavaScript); the page's script filters as one types.
+func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request, st *reqState) error {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return &httpError{Status: http.StatusMethodNotAllowed, Msg: "only GET and HEAD", Allow: "GET, HEAD"}
+	}
+	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	if len(q) > 200 {
+		q = q[:200]
+	}
+	needle := strings.ToLower(q)
+	now := s.now()
+	vis := s.visibleApps(st)
+	data := indexPage{
+		pageBase:       pageBase{Title: "Spark applications", User: st.ident.User, Groups: st.ident.Groups, RequestID: st.requestID},
+		Query:          q,
+		Total:          len(vis),
+		Sources:        s.sources,
+		HistoryServers: s.hsNames,
+	}
+	for _, v := range vis {
+		a := v.app
+		row := indexRow{
+			ID:      a.ID,
+			Name:    a.Name,
+			User:    a.User,
+			State:   a.State.String(),
+			Running: a.Live(),
+			Version: a.SparkVersion,
+			Source:  a.Source,
+			Link:    "/app/" + a.ID + "/",
+		}
+		if !a.Live() {
+			row.State = "finished"
+		}
+		if !a.StartTime.IsZero() {
+			row.Start = a.StartTime.UTC().Format("2006-01-02 15:04 UTC")
+			row.StartISO = a.StartTime.UTC().Format(time.RFC3339)
+			end := now
+			if !row.Running {
+				end = a.EndTime
+			}
+			if !end.IsZero() && !end.Before(a.StartTime) {
+				row.Duration = humanDuration(end.Sub(a.StartTime))
+			}
+		}
+		if row.Running {
+			data.Running++
+		} else {
+			data.Finished++
+		}
+		row.Search = strings.ToLower(strings.Join([]string{row.ID, row.Name, row.User, row.State, row.Version, row.Source}, " "))
+		if needle != "" && !strings.Contains(row.Search, needle) {
+			continue
+		}
+		data.Rows = append(data.Rows, row)
+	}
+	return s.pages.render(w, http.StatusOK, "index", data)
+}
+
+// humanDuration prints a duration the way Spark's UI does: "45 s",
+// "3.2 min", "1.5 h", "2.0 d".
+func humanDuration(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return fmt.Sprintf("%d ms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%d s", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%.1f min", d.Minutes())
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%.1f h", d.Hours())
+	default:
+		return fmt.Sprintf("%.1f d", d.Hours()/24)
+	}
+}

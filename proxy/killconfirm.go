@@ -1,0 +1,190 @@
+package proxy
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sparkgate/sparkgate/proxy/discovery"
+)
+
+// csrfCookie is the double-submit cookie of the kill confirmation. Its
+// name starts with CookiePrefix, so it never reaches Spark.
+const csrfCookie = CookiePrefix + "_csrf"
+
+// csrfMaxAge bounds how long a confirmation page may be left open.
+const csrfMaxAge = 10 * time.Minute
+
+type killPage struct {
+	pageBase
+	Kind    string // "job" or "stage"
+	ID      string
+	AppID   string
+	AppName string
+	Token   string
+	Cancel  string
+}
+
+// serveKillConfirm replaces Spark's kill links when Kill is "modify-acl":
+// GET shows the gateway's confirmation page; its form POSTs back with a
+// CSRF token; the kill is sent (as the GET Spark expects) only if the
+// Authorizer grants Modify. Spark's own check cannot do this: behind the
+// gateway it sees no remote user.
+func (s *Server) serveKillConfirm(w http.ResponseWriter, r *http.Request, st *reqState, kind string) error {
+	rt := st.route
+	app, ok := s.reg.Lookup(rt.AppID)
+	if !ok {
+		return notFoundApp(rt.AppID)
+	}
+	if !app.Live() {
+		return &httpError{Status: http.StatusConflict, Title: "Nothing to kill", AppID: app.ID,
+			Msg: fmt.Sprintf("application %s has finished", app.ID)}
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodPost {
+		return &httpError{Status: http.StatusMethodNotAllowed, Msg: "use the confirmation form", Allow: "GET, HEAD, POST", AppID: app.ID}
+	}
+	if err := s.authorize(st, app, nil, View); err != nil {
+		return err
+	}
+	if err := s.authorize(st, app, nil, Modify); err != nil {
+		return err
+	}
+	id := r.URL.Query().Get("id")
+	if !isDigits(id) {
+		return errorf(http.StatusBadRequest, "the %s id must be a number", kind)
+	}
+	back := rt.Prefix + "/jobs/"
+	if kind == "stage" {
+		back = rt.Prefix + "/stages/"
+	}
+	path := r.URL.EscapedPath()
+	if r.Method != http.MethodPost {
+		nonce := make([]byte, 18)
+		_, _ = rand.Read(nonce)
+		cookie := base64.RawURLEncoding.EncodeToString(nonce)
+		http.SetCookie(w, &http.Cookie{
+			Name: csrfCookie, Value: cookie, Path: rt.Prefix + "/",
+			MaxAge: int(csrfMaxAge / time.Second), HttpOnly: true,
+			Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode,
+		})
+		return s.pages.render(w, http.StatusOK, "killconfirm", killPage{
+			pageBase: pageBase{Title: "Kill " + kind + " " + id + "?", User: st.ident.User, Groups: st.ident.Groups, RequestID: st.requestID},
+			Kind:     kind, ID: id, AppID: app.ID, AppName: app.Name,
+			Token:  s.csrfToken(st.ident.User, path, id, cookie, s.now()),
+			Cancel: back,
+		})
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	if err := r.ParseForm(); err != nil {
+		return errorf(http.StatusBadRequest, "malformed form")
+	}
+	c, err := r.Cookie(csrfCookie)
+	if err != nil || !s.csrfValid(r.PostForm.Get("csrf"), st.ident.User, path, id, c.Value) || !sameOrigin(r) {
+		return &httpError{Status: http.StatusForbidden, Title: "Confirmation expired", AppID: app.ID,
+			Msg: "the confirmation is missing, expired or from another page; open the kill link again"}
+	}
+	if err := s.sendKill(r.Context(), app, rt.Path, id); err != nil {
+		if s.suspect != nil {
+			s.suspect(app.ID)
+		}
+		return &httpError{Status: http.StatusBadGateway, AppID: app.ID, Cause: err,
+			Msg: fmt.Sprintf("%s of %s did not take the kill request", driverLabel(app.UIURL), app.ID)}
+	}
+	s.audit.Info("kill sent", zap.String("request_id", st.requestID), zap.String("user", st.ident.User),
+		zap.String("app_id", app.ID), zap.String("kind", kind), zap.String("id", id))
+	http.SetCookie(w, &http.Cookie{Name: csrfCookie, Path: rt.Prefix + "/", MaxAge: -1})
+	w.Header().Set("Location", back)
+	w.WriteHeader(http.StatusSeeOther)
+	return nil
+}
+
+// sendKill sends Spark's kill request to the driver, with nothing of the
+// client's request but the id.
+func (s *Server) sendKill(ctx context.Context, app *discovery.App, path, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout+s.cfg.ResponseHeaderTimeout)
+	defer cancel()
+	u := *app.UIURL
+	u.Path = strings.TrimSuffix(u.Path, "/") + path
+	u.RawPath = ""
+	u.RawQuery = "id=" + url.QueryEscape(id)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return fmt.Errorf("building kill request: %w", err)
+	}
+	resp, err := s.upstreams.transport.RoundTrip(req)
+	if err != nil {
+		return fmt.Errorf("sending kill to %s: %w", u.Host, err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode >= 400 {
+		return fmt.Errorf("kill at %s: status %d", u.Host, resp.StatusCode)
+	}
+	return nil
+}
+
+// csrfToken is "<unix seconds>.<mac>", the MAC binding user, path, id,
+// time and the double-submit cookie.
+func (s *Server) csrfToken(user, path, id, cookie string, t time.Time) string {
+	ts := strconv.FormatInt(t.Unix(), 10)
+	return ts + "." + s.csrfMAC(user, path, id, cookie, ts)
+}
+
+func (s *Server) csrfMAC(user, path, id, cookie, ts string) string {
+	m := hmac.New(sha256.New, s.csrfKey)
+	for _, p := range []string{"kill-confirm", user, path, id, cookie, ts} {
+		m.Write([]byte(p))
+		m.Write([]byte{0})
+	}
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+func (s *Server) csrfValid(token, user, path, id, cookie string) bool {
+	ts, mac, ok := strings.Cut(token, ".")
+	if !ok || cookie == "" {
+		return false
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return false
+	}
+	age := s.now().Sub(time.Unix(sec, 0))
+	if age < -time.Minute || age > csrfMaxAge {
+		return false
+	}
+	return hmac.Equal([]byte(mac), []byte(s.csrfMAC(user, path, id, cookie, ts)))
+}
+
+// sameOrigin refuses a POST whose Origin names another host; browsers
+// send Origin on every cross-site POST.
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(o)
+	return err == nil && strings.EqualFold(u.Host, r.Host)
+}
+
+func isDigits(s string) bool {
+	if s == "" || len(s) > 10 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}

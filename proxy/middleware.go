@@ -1,0 +1,170 @@
+package proxy
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// reqState is what one request carries through the gateway: the request id
+// and access-log fields the middleware logs, and what the reverse proxy's
+// hooks need. Middleware allocates it once; Server fills it in.
+type reqState struct {
+	requestID string
+	appID     string
+	user      string
+
+	route Route
+	ident Identity
+	// json says the client wants JSON errors (REST paths, Accept header).
+	json bool
+
+	// Set by the server before handing the request to a reverse proxy.
+	upstream *upstreamTarget
+	prefix   string // public prefix for Location rewriting
+	xfc      string // X-Forwarded-Context to send, "" for none
+	// suspectID is the live app whose driver is called; "" for History
+	// Servers. The error handler reports it to discovery.
+	suspectID string
+	clientGone bool
+}
+
+type stateKey struct{}
+
+func stateFrom(ctx context.Context) *reqState {
+	st, _ := ctx.Value(stateKey{}).(*reqState)
+	return st
+}
+
+// Middleware wraps the whole gateway (Server and the /oauth2/ handlers): it
+// gives each request an id (X-Request-Id; a client's value is kept only if
+// it is a short token of safe characters, so it cannot forge log lines),
+// writes one access-log line per request and turns a panic into a 500
+// instead of a dropped connection.
+func Middleware(next http.Handler, logger *zap.Logger) http.Handler {
+	var seq atomic.Uint64
+	// A random per-process prefix plus a counter is unique across replicas
+	// and restarts without reading crypto/rand on every request.
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	prefix := hex.EncodeToString(b[:]) + "-"
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get("X-Request-Id")
+		if !validRequestID(id) {
+			id = prefix + strconv.FormatUint(seq.Add(1), 36)
+			r.Header.Set("X-Request-Id", id)
+		}
+		w.Header().Set("X-Request-Id", id)
+		st := &reqState{requestID: id}
+		lw := &logWriter{ResponseWriter: w}
+		defer func() {
+			p := recover()
+			if p != nil && p != http.ErrAbortHandler { //nolint:errorlint // sentinel compared as net/http does
+				logger.Error("panic serving request", zap.String("request_id", id),
+					zap.Any("panic", p), zap.Stack("stack"))
+				if lw.status == 0 {
+					lw.Header().Set("Content-Type", "text/plain; charset=utf-8")
+					lw.WriteHeader(http.StatusInternalServerError)
+					_, _ = lw.Write([]byte("internal error (request " + id + ")\n"))
+				}
+			}
+			status := lw.status
+			if status == 0 {
+				status = http.StatusOK
+			}
+			if st.clientGone {
+				status = statusClientClosed
+			}
+			if ce := logger.Check(zap.InfoLevel, "request"); ce != nil {
+				ce.Write(
+					zap.String("request_id", id),
+					zap.String("method", r.Method),
+					zap.String("path", r.URL.Path),
+					zap.String("app_id", st.appID),
+					zap.String("user", st.user),
+					zap.Int("status", status),
+					zap.Int64("bytes", lw.bytes),
+					zap.Duration("duration", time.Since(start)),
+				)
+			}
+			if p == http.ErrAbortHandler { //nolint:errorlint // see above
+				// net/http aborts the connection quietly for this value;
+				// the reverse proxy uses it when the upstream breaks off
+				// mid-body.
+				panic(p)
+			}
+		}()
+		next.ServeHTTP(lw, r.WithContext(contextWithState(r.Context(), st)))
+	})
+}
+
+// statusClientClosed is logged when the client went away before the answer
+// (nginx's convention); it is not an error of the gateway or the driver.
+const statusClientClosed = 499
+
+func validRequestID(s string) bool {
+	if len(s) < 8 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !isAlnum(c) && c != '-' && c != '_' && c != '.' {
+			return false
+		}
+	}
+	return true
+}
+
+// logWriter records the status and size for the access log. It unwraps for
+// http.ResponseController so that the reverse proxy can still flush.
+type logWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *logWriter) WriteHeader(code int) {
+	if w.status == 0 && code >= 200 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.bytes += int64(n)
+	return n, err
+}
+
+func (w *logWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *logWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// setPageHeaders sets the security headers of the gateway's own pages.
+// Proxied Spark pages keep Spark's headers instead (Spark's CSP, framing
+// and caching choices are its own).
+func setPageHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+}
+
+func contextWithState(ctx context.Context, st *reqState) context.Context {
+	return context.WithValue(ctx, stateKey{}, st)
+}

@@ -1,0 +1,87 @@
+package proxy
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/sparkgate/sparkgate/proxy/discovery"
+)
+
+// serveApp serves /app/<id>/... and /proxy/<id>/...: the live driver if
+// there is one, else the History Server's view of the same page, else a
+// page that waits for the History Server.
+func (s *Server) serveApp(w http.ResponseWriter, r *http.Request, st *reqState) error {
+	if done, err := s.guardRequest(w, r, st); done {
+		return err
+	}
+	rt := st.route
+	app, ok := s.reg.Lookup(rt.AppID)
+	if !ok {
+		return notFoundApp(rt.AppID)
+	}
+	if app.Live() {
+		if rt.Kind == KindApp && app.ProxyBase != "" {
+			// The driver ignores X-Forwarded-Context and links under
+			// /proxy/<id>; serve it there so its links resolve.
+			redirect(w, r, "/proxy/"+app.ID+rt.Path)
+			return nil
+		}
+		if err := s.authorize(st, app, nil, View); err != nil {
+			return err
+		}
+		st.prefix = rt.Prefix
+		if app.ProxyBase == "" {
+			st.xfc = rt.Prefix
+		}
+		st.suspectID = app.ID
+		s.proxy(w, r, st, app.UIURL, driverLabel(app.UIURL))
+		return nil
+	}
+	if ref := s.historyFor(app, ""); ref != nil {
+		redirect(w, r, historyPath(ref, app.ID, "")+rt.Path)
+		return nil
+	}
+	if err := s.authorize(st, app, nil, View); err != nil {
+		return err
+	}
+	return waitingForHistory(app)
+}
+
+// historyPath is the gateway path of an app's UI on a History Server,
+// without a trailing slash: /hs/<name>/history/<id>[/<attempt>]. With no
+// attempt given it names the newest attempt, as the History Server's own
+// redirect would.
+func historyPath(ref *discovery.HistoryRef, appID, attempt string) string {
+	p := "/hs/" + ref.Server + "/history/" + appID
+	if attempt == "" && len(ref.Attempts) > 0 {
+		attempt = ref.Attempts[0]
+	}
+	if attempt != "" {
+		p += "/" + attempt
+	}
+	return p
+}
+
+func driverLabel(u *url.URL) string { return "driver " + u.Host }
+
+func notFoundApp(id string) *httpError {
+	return &httpError{
+		Status: http.StatusNotFound,
+		Title:  "Unknown application",
+		Msg:    fmt.Sprintf("sparkgate knows no application %s: it is not running where sparkgate looks, and no History Server lists it", id),
+		AppID:  id,
+	}
+}
+
+// waitingForHistory answers for an app whose driver has gone but that no
+// History Server lists yet (they scan event logs every few seconds).
+func waitingForHistory(app *discovery.App) *httpError {
+	return &httpError{
+		Status:     http.StatusServiceUnavailable,
+		Title:      "Application finished",
+		Msg:        fmt.Sprintf("application %s (%s) has finished; waiting for the History Server to list it", app.ID, app.Name),
+		AppID:      app.ID,
+		RetryAfter: 5,
+	}
+}

@@ -1,0 +1,98 @@
+package proxy
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// serveHistory serves /hs/<name>/...: a configured History Server. App
+// pages and app REST are checked against the app's history ACLs; static
+// assets and the version need only sign-in; the History Server's own
+// listing is replaced by the gateway's filtered one.
+func (s *Server) serveHistory(w http.ResponseWriter, r *http.Request, st *reqState) error {
+	rt := st.route
+	base, ok := s.hs[rt.Server]
+	if !ok {
+		return errorf(http.StatusNotFound, "sparkgate has no History Server named %q", rt.Server)
+	}
+	if done, err := s.guardRequest(w, r, st); done {
+		return err
+	}
+	st.prefix = rt.Prefix
+	st.xfc = rt.Prefix
+	label := "History Server " + rt.Server
+	if rt.AppID == "" {
+		switch {
+		case rt.Path == "/":
+			// The History Server's listing would show every app.
+			redirect(w, r, "/")
+			return nil
+		case strings.TrimSuffix(rt.Path, "/") == "/api/v1/applications":
+			redirect(w, r, "/api/v1/applications")
+			return nil
+		case rt.Path == "/api/v1/version", strings.HasPrefix(rt.Path, "/static/"):
+			s.proxy(w, r, st, base, label)
+			return nil
+		}
+		return errorf(http.StatusNotFound, "no such page")
+	}
+	app, ok := s.reg.Lookup(rt.AppID)
+	if !ok {
+		return notFoundApp(rt.AppID)
+	}
+	for i := range app.History {
+		ref := &app.History[i]
+		if ref.Server != rt.Server {
+			continue
+		}
+		if err := s.authorize(st, app, ref, View); err != nil {
+			return err
+		}
+		s.proxy(w, r, st, base, label)
+		return nil
+	}
+	if app.Live() {
+		// A bookmark of the history view of an app that runs again
+		// (or not yet listed there): the stable URL knows where it is.
+		redirect(w, r, "/app/"+app.ID+"/")
+		return nil
+	}
+	if err := s.authorize(st, app, nil, View); err != nil {
+		return err
+	}
+	he := waitingForHistory(app)
+	he.Msg = fmt.Sprintf("History Server %s does not list application %s yet", rt.Server, app.ID)
+	return he
+}
+
+// serveHistoryAlias redirects /history/<id>[/<attempt>]/... (the History
+// Server's own links, and YARN's tracking URLs) to the History Server that
+// has the app.
+func (s *Server) serveHistoryAlias(w http.ResponseWriter, r *http.Request, st *reqState) error {
+	rt := st.route
+	app, ok := s.reg.Lookup(rt.AppID)
+	if !ok {
+		return notFoundApp(rt.AppID)
+	}
+	if ref := s.historyFor(app, rt.Attempt); ref != nil {
+		// rt.Path is the whole "/history/<id>/..." path.
+		redirect(w, r, "/hs/"+ref.Server+rt.Path)
+		return nil
+	}
+	if app.Live() {
+		rest := strings.TrimPrefix(rt.Path, "/history/"+app.ID)
+		if rt.Attempt != "" {
+			rest = strings.TrimPrefix(rest, "/"+rt.Attempt)
+		}
+		if rest == "" {
+			rest = "/"
+		}
+		redirect(w, r, "/app/"+app.ID+rest)
+		return nil
+	}
+	if err := s.authorize(st, app, nil, View); err != nil {
+		return err
+	}
+	return waitingForHistory(app)
+}

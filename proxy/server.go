@@ -1,0 +1,317 @@
+// Package proxy is the gateway's HTTP face for everything but sign-in: it
+// routes a request to a live driver UI or a History Server, checks that the
+// signed-in user may view the app (through the Authorizer it is given),
+// refuses kill endpoints, reverse-proxies with Spark's own link building
+// (X-Forwarded-Context), rewrites redirects, strips kill controls from
+// pages, falls back to history when a driver has gone, and serves the
+// index, the merged application list and the error pages.
+//
+// It must not decide who a user is (auth does), what Spark's ACLs mean
+// (policy does) or where apps are (discovery does); and it never takes an
+// upstream address from a request: app ids are looked up in the registry.
+package proxy
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sparkgate/sparkgate/proxy/discovery"
+)
+
+// Options are what New needs. Registry, Authn and Authz are required.
+type Options struct {
+	Config   Config
+	Registry *discovery.Registry
+	Authn    Authenticator
+	Authz    Authorizer
+	// HistoryServers maps a History Server's configured name to its base
+	// URL. Only these are ever proxied to.
+	HistoryServers map[string]*url.URL
+	// Ready reports readiness for /_/readyz (nil: always ready).
+	Ready func() bool
+	// Suspect, if set, is told that a live app's driver did not answer, so
+	// that discovery re-checks it now rather than at its next round.
+	Suspect func(appID string)
+	// Sources describes where discovery looks ("driver logs /var/log/spark",
+	// "port probe 10.0.0.5:4040-4056"); the index shows it when empty.
+	Sources []string
+	// CSRFKey signs kill confirmations (Kill "modify-acl"). Replicas behind
+	// one load balancer need the same key; nil picks a random one.
+	CSRFKey []byte
+	Logger  *zap.Logger
+	// Audit gets one line per authorization decision.
+	Audit *zap.Logger
+}
+
+// Server is the gateway's handler for every path except /oauth2/. It is
+// safe for concurrent use.
+type Server struct {
+	cfg       Config
+	guard     Guard
+	reg       *discovery.Registry
+	authn     Authenticator
+	authz     Authorizer
+	hs        map[string]*url.URL
+	hsNames   []string
+	ready     func() bool
+	suspect   func(string)
+	sources   []string
+	csrfKey   []byte
+	log       *zap.Logger
+	audit     *zap.Logger
+	pages     *pages
+	static    http.Handler
+	upstreams *upstreams
+	now       func() time.Time
+}
+
+var _ http.Handler = (*Server)(nil)
+
+// New builds a Server. It applies Config defaults and refuses an invalid
+// Config.
+func New(o Options) (*Server, error) {
+	cfg := o.Config
+	cfg.SetDefaults()
+	if errs := cfg.Validate(); len(errs) > 0 {
+		return nil, fmt.Errorf("proxy: invalid config: %w", errors.Join(errs...))
+	}
+	if o.Registry == nil {
+		return nil, errNoRegistry
+	}
+	if o.Authn == nil || o.Authz == nil {
+		return nil, errors.New("proxy: Options.Authn and Options.Authz are required")
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.Audit == nil {
+		o.Audit = o.Logger.Named("audit")
+	}
+	pg, err := newPages()
+	if err != nil {
+		return nil, err
+	}
+	key := o.CSRFKey
+	if len(key) == 0 {
+		key = make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			return nil, fmt.Errorf("proxy: csrf key: %w", err)
+		}
+	}
+	s := &Server{
+		cfg:     cfg,
+		guard:   Guard{AllowHeapHistogram: cfg.AllowHeapHistogram, AllowThreadDump: cfg.AllowThreadDump},
+		reg:     o.Registry,
+		authn:   o.Authn,
+		authz:   o.Authz,
+		hs:      make(map[string]*url.URL, len(o.HistoryServers)),
+		ready:   o.Ready,
+		suspect: o.Suspect,
+		sources: o.Sources,
+		csrfKey: key,
+		log:     o.Logger,
+		audit:   o.Audit,
+		pages:   pg,
+		static:  staticHandler(),
+		now:     time.Now,
+	}
+	for name, u := range o.HistoryServers {
+		if !ValidServerName(name) {
+			return nil, fmt.Errorf("proxy: history server name %q: must match ^[a-z0-9][a-z0-9-]{0,30}$", name)
+		}
+		if u == nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("proxy: history server %q: base URL must be http(s)://host[:port]", name)
+		}
+		s.hs[name] = u
+		s.hsNames = append(s.hsNames, name)
+	}
+	sort.Strings(s.hsNames)
+	s.upstreams = newUpstreams(s, newTransport(cfg))
+	return s, nil
+}
+
+// ServeHTTP answers one request: gateway endpoints without sign-in, then
+// routing, sign-in, the kill guard, lookup, authorization and proxying.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch p := r.URL.Path; {
+	case p == "/_/healthz":
+		s.healthz(w, r)
+		return
+	case p == "/_/readyz":
+		s.readyz(w, r)
+		return
+	case strings.HasPrefix(p, "/_/static/"):
+		s.static.ServeHTTP(w, r)
+		return
+	}
+	st := stateFrom(r.Context())
+	if st == nil {
+		// Without Middleware (tests, embedding): carry our own state.
+		st = &reqState{}
+		r = r.WithContext(contextWithState(r.Context(), st))
+	}
+	if err := s.serve(w, r, st); err != nil {
+		s.writeError(w, r, st, err)
+	}
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, st *reqState) error {
+	route, err := ParseRoute(r.URL.EscapedPath())
+	st.json = wantsJSON(r, route)
+	if err != nil {
+		return err
+	}
+	st.route = route
+	st.appID = route.AppID
+	switch route.Kind {
+	case KindNotFound, KindGateway, KindAuth:
+		return errorf(http.StatusNotFound, "no such page")
+	}
+	id, ok, err := s.authn.Authenticate(r)
+	if err != nil {
+		return &httpError{Status: http.StatusInternalServerError, Msg: "could not check your sign-in; try again", Cause: fmt.Errorf("authenticating: %w", err)}
+	}
+	if !ok {
+		s.authn.Challenge(w, r)
+		return nil
+	}
+	st.ident = id
+	st.user = id.User
+	switch route.Kind {
+	case KindIndex:
+		return s.serveIndex(w, r, st)
+	case KindAPIList:
+		return s.serveAPIList(w, r, st)
+	case KindHistoryAlias:
+		return s.serveHistoryAlias(w, r, st)
+	case KindHistory:
+		return s.serveHistory(w, r, st)
+	case KindApp, KindProxy:
+		return s.serveApp(w, r, st)
+	case KindAPIApp:
+		return s.serveAPIApp(w, r, st)
+	}
+	return errorf(http.StatusNotFound, "no such page")
+}
+
+// guard applies the kill guard to the upstream path. It reports whether
+// the request has been dealt with (refused, or taken over by the kill
+// confirmation flow).
+func (s *Server) guardRequest(w http.ResponseWriter, r *http.Request, st *reqState) (bool, error) {
+	blocked, reason := s.guard.Check(r.Method, st.route.Path)
+	if !blocked {
+		return false, nil
+	}
+	kind, isKill := KillTarget(st.route.Path)
+	if isKill && s.cfg.Kill == KillModifyACL && (st.route.Kind == KindApp || st.route.Kind == KindProxy) {
+		return true, s.serveKillConfirm(w, r, st, kind)
+	}
+	if reason == ReasonMethod {
+		return true, &httpError{Status: http.StatusMethodNotAllowed, Msg: "only GET and HEAD go through sparkgate", Allow: "GET, HEAD", AppID: st.route.AppID}
+	}
+	msg := "kill controls are disabled by sparkgate"
+	if reason != ReasonStateChanging {
+		msg = reason
+	}
+	return true, &httpError{Status: http.StatusForbidden, Title: "Disabled by sparkgate", Msg: msg, AppID: st.route.AppID}
+}
+
+// authorize asks the Authorizer, logs the decision to the audit log and
+// turns a denial into a 403 that explains itself.
+func (s *Server) authorize(st *reqState, app *discovery.App, hist *discovery.HistoryRef, action Action) error {
+	v := s.authz.Authorize(st.ident, app, hist, action)
+	s.auditDecision(st, app, hist, action, v, "request")
+	if v.Allow {
+		return nil
+	}
+	return &httpError{
+		Status:  http.StatusForbidden,
+		Title:   "Access denied",
+		Msg:     fmt.Sprintf("%s may not %s application %s (%s)", st.ident.User, action, app.ID, app.Name),
+		AppID:   app.ID,
+		Reasons: v.Reasons,
+		Grant:   v.Grant,
+		User:    st.ident.User,
+		Groups:  st.ident.Groups,
+	}
+}
+
+func (s *Server) auditDecision(st *reqState, app *discovery.App, hist *discovery.HistoryRef, action Action, v Verdict, what string) {
+	lvl := zap.InfoLevel
+	if what != "request" {
+		// Listing filters judge every app on every index view: keep them
+		// out of the audit log unless asked for.
+		lvl = zap.DebugLevel
+	}
+	ce := s.audit.Check(lvl, "authorization")
+	if ce == nil {
+		return
+	}
+	server := ""
+	if hist != nil {
+		server = hist.Server
+	}
+	ce.Write(
+		zap.String("request_id", st.requestID),
+		zap.String("user", st.ident.User),
+		zap.Strings("groups", st.ident.Groups),
+		zap.String("app_id", app.ID),
+		zap.String("history_server", server),
+		zap.String("action", action.String()),
+		zap.Bool("allow", v.Allow),
+		zap.Strings("reason", v.Reasons),
+		zap.String("for", what),
+	)
+}
+
+// historyFor picks the configured History Server that has the app (the
+// one with attempt, if given); nil if none does.
+func (s *Server) historyFor(app *discovery.App, attempt string) *discovery.HistoryRef {
+	var first *discovery.HistoryRef
+	for i := range app.History {
+		ref := &app.History[i]
+		if _, ok := s.hs[ref.Server]; !ok {
+			continue
+		}
+		if attempt == "" {
+			return ref
+		}
+		for _, a := range ref.Attempts {
+			if a == attempt {
+				return ref
+			}
+		}
+		if first == nil {
+			first = ref
+		}
+	}
+	return first
+}
+
+// redirect answers 302 to a gateway path, keeping the request's query.
+func redirect(w http.ResponseWriter, r *http.Request, path string) {
+	if r.URL.RawQuery != "" {
+		path += "?" + r.URL.RawQuery
+	}
+	w.Header().Set("Location", path)
+	w.WriteHeader(http.StatusFound)
+}
+
+// wantsJSON says whether errors should be JSON: REST paths, or a client
+// that asks for JSON and not HTML.
+func wantsJSON(r *http.Request, route Route) bool {
+	if route.Kind == KindAPIList || route.Kind == KindAPIApp ||
+		strings.HasPrefix(route.Path, "/api/") || strings.HasPrefix(r.URL.Path, "/api/") {
+		return true
+	}
+	acc := r.Header.Get("Accept")
+	return strings.Contains(acc, "application/json") && !strings.Contains(acc, "text/html")
+}

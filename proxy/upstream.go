@@ -1,0 +1,291 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+
+	"go.uber.org/zap"
+)
+
+// upstreamTarget is one driver or History Server base URL and the reverse
+// proxy that serves it.
+type upstreamTarget struct {
+	base *url.URL
+	// label names the upstream in error pages: "driver 10.0.0.5:4040" or
+	// "History Server main".
+	label string
+	rp    *httputil.ReverseProxy
+}
+
+// upKey identifies an upstream without allocating a string per request.
+type upKey struct{ scheme, host, path string }
+
+// maxUpstreams bounds the proxy cache. Drivers come and go with their
+// random ports; when the cache is full, proxies for URLs the registry no
+// longer lists are dropped (they hold no connections of their own: the
+// transport is shared).
+const maxUpstreams = 512
+
+// upstreams holds one reverse proxy per upstream base URL, created on first
+// use and reused.
+type upstreams struct {
+	s         *Server
+	transport *http.Transport
+	mu        sync.RWMutex
+	m         map[upKey]*upstreamTarget
+}
+
+func newUpstreams(s *Server, t *http.Transport) *upstreams {
+	return &upstreams{s: s, transport: t, m: make(map[upKey]*upstreamTarget)}
+}
+
+// newTransport clones the default transport (proxy from environment,
+// HTTP/1.1 keep-alives) and sets the timeouts that keep a dead or hung
+// upstream from holding a user's request.
+func newTransport(cfg Config) *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	// Connecting is bounded so that a driver whose host is gone answers 502
+	// (and falls back to history on the next request) within seconds.
+	t.DialContext = (&net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: cfg.IdleConnTimeout}).DialContext
+	// Headers must come within this time; bodies may then stream as long
+	// as they flow (the client's own deadline bounds those).
+	t.ResponseHeaderTimeout = cfg.ResponseHeaderTimeout
+	// Below Spark 4's 8 s server-side idle timeout, see Config.
+	t.IdleConnTimeout = cfg.IdleConnTimeout
+	// A Spark UI page pulls dozens of assets and REST calls from the same
+	// driver; keep enough connections to avoid a handshake per asset.
+	t.MaxIdleConnsPerHost = 32
+	t.MaxIdleConns = 256
+	// Spark's Jetty speaks HTTP/1.1 on its plain connector; HTTP/2 over TLS
+	// would only add a second code path to test.
+	t.ForceAttemptHTTP2 = false
+	t.Protocols = new(http.Protocols)
+	t.Protocols.SetHTTP1(true)
+	return t
+}
+
+// get returns the proxy for base, creating it once.
+func (u *upstreams) get(base *url.URL, label string) *upstreamTarget {
+	k := upKey{base.Scheme, base.Host, base.Path}
+	u.mu.RLock()
+	t := u.m[k]
+	u.mu.RUnlock()
+	if t != nil {
+		return t
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if t = u.m[k]; t != nil {
+		return t
+	}
+	if len(u.m) >= maxUpstreams {
+		u.sweepLocked()
+	}
+	t = &upstreamTarget{base: base, label: label}
+	t.rp = u.newReverseProxy(t)
+	u.m[k] = t
+	return t
+}
+
+// sweepLocked drops proxies of upstreams the registry and the configuration
+// no longer name; if that frees nothing, it drops all of them.
+func (u *upstreams) sweepLocked() {
+	keep := make(map[upKey]bool)
+	for _, a := range u.s.reg.Load().Apps() {
+		if a.UIURL != nil {
+			keep[upKey{a.UIURL.Scheme, a.UIURL.Host, a.UIURL.Path}] = true
+		}
+	}
+	for _, b := range u.s.hs {
+		keep[upKey{b.Scheme, b.Host, b.Path}] = true
+	}
+	for k := range u.m {
+		if !keep[k] {
+			delete(u.m, k)
+		}
+	}
+	if len(u.m) >= maxUpstreams {
+		clear(u.m)
+	}
+}
+
+func (u *upstreams) newReverseProxy(t *upstreamTarget) *httputil.ReverseProxy {
+	s := u.s
+	base := t.base
+	return &httputil.ReverseProxy{
+		// Rewrite (not Director): forwarding headers the client sent are
+		// already removed when it runs, and Out is a copy, so nothing here
+		// touches the incoming request.
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			st := stateFrom(pr.In.Context())
+			// The canonical path the guard judged, byte for byte; set
+			// before SetURL, which joins it onto the base path.
+			pr.Out.URL.Path = st.route.Path
+			pr.Out.URL.RawPath = ""
+			pr.SetURL(base)
+			pr.Out.URL.RawQuery = StripRequest(pr.Out.Header, pr.In.URL.RawQuery)
+			// Let the Transport ask for gzip and decompress itself, so the
+			// HTML stripper always reads plain HTML.
+			pr.Out.Header.Del("Accept-Encoding")
+			if st.xfc != "" {
+				pr.Out.Header.Set("X-Forwarded-Context", st.xfc)
+			}
+		},
+		Transport:      u.transport,
+		ModifyResponse: modifyResponse,
+		ErrorHandler:   s.proxyError,
+		ErrorLog:       zap.NewStdLog(s.log.Named("reverseproxy")),
+	}
+}
+
+// errEncodedHTML is returned for HTML the stripper cannot read: refusing
+// it is safer than passing kill links through.
+var errEncodedHTML = errors.New("upstream sent HTML with a content encoding the gateway did not ask for")
+
+func modifyResponse(resp *http.Response) error {
+	st := stateFrom(resp.Request.Context())
+	h := resp.Header
+	for _, name := range [...]string{"Location", "Content-Location"} {
+		if v := h.Get(name); v != "" {
+			h.Set(name, RewriteLocation(v, st.upstream.base, st.prefix))
+		}
+	}
+	if v := h.Get("Refresh"); v != "" {
+		h.Set("Refresh", rewriteRefresh(v, st.upstream.base, st.prefix))
+	}
+	if !isHTML(h.Get("Content-Type")) || resp.Request.Method == http.MethodHead ||
+		resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
+		return nil
+	}
+	if ce := h.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		return fmt.Errorf("%w: %q", errEncodedHTML, ce)
+	}
+	resp.Body = newStrippedBody(resp.Body)
+	resp.ContentLength = -1
+	h.Del("Content-Length")
+	return nil
+}
+
+func isHTML(ct string) bool {
+	if ct == "" {
+		return false
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		// Unparseable: a browser may still sniff it as HTML.
+		return true
+	}
+	return mt == "text/html" || mt == "application/xhtml+xml"
+}
+
+// rewriteRefresh rewrites the URL of a "N; url=..." Refresh header.
+func rewriteRefresh(v string, base *url.URL, prefix string) string {
+	i := strings.Index(strings.ToLower(v), "url=")
+	if i < 0 {
+		return v
+	}
+	return v[:i+4] + RewriteLocation(strings.TrimSpace(v[i+4:]), base, prefix)
+}
+
+// strippedBody streams an upstream HTML body through the kill-control
+// stripper. It reads a chunk, lets the stripper write into buf, and hands
+// out buf: no goroutine, no whole-page buffer.
+type strippedBody struct {
+	src   io.ReadCloser
+	strip io.WriteCloser
+	buf   bytes.Buffer
+	chunk *[]byte
+	err   error // sticky: io.EOF or the failure
+}
+
+var chunkPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+func newStrippedBody(src io.ReadCloser) *strippedBody {
+	b := &strippedBody{src: src, chunk: chunkPool.Get().(*[]byte)}
+	b.strip = NewStripper(&b.buf)
+	return b
+}
+
+func (b *strippedBody) Read(p []byte) (int, error) {
+	for b.buf.Len() == 0 {
+		if b.err != nil {
+			return 0, b.err
+		}
+		if b.chunk == nil {
+			return 0, io.ErrClosedPipe
+		}
+		n, err := b.src.Read(*b.chunk)
+		if n > 0 {
+			if _, werr := b.strip.Write((*b.chunk)[:n]); werr != nil {
+				b.err = fmt.Errorf("stripping kill controls: %w", werr)
+				continue
+			}
+		}
+		if err != nil {
+			if cerr := b.strip.Close(); cerr != nil && errors.Is(err, io.EOF) {
+				err = fmt.Errorf("stripping kill controls: %w", cerr)
+			}
+			b.err = err
+		}
+	}
+	return b.buf.Read(p)
+}
+
+func (b *strippedBody) Close() error {
+	if b.chunk != nil {
+		chunkPool.Put(b.chunk)
+		b.chunk = nil
+	}
+	return b.src.Close()
+}
+
+// proxyError answers when the upstream could not be reached or its answer
+// could not be passed on. It never leaves a request hanging or an empty 200.
+func (s *Server) proxyError(w http.ResponseWriter, r *http.Request, err error) {
+	st := stateFrom(r.Context())
+	if r.Context().Err() != nil && errors.Is(err, context.Canceled) {
+		// The client went away: nothing to answer, nothing went wrong.
+		st.clientGone = true
+		w.WriteHeader(statusClientClosed)
+		return
+	}
+	he := &httpError{Status: http.StatusBadGateway, AppID: st.route.AppID, Title: "Upstream did not answer", Cause: err}
+	var ne net.Error
+	switch {
+	case errors.Is(err, errEncodedHTML):
+		he.Title = "Unsafe upstream answer"
+		he.Msg = fmt.Sprintf("%s sent a page sparkgate cannot check for kill controls", st.upstream.label)
+	case errors.As(err, &ne) && ne.Timeout():
+		he.Msg = fmt.Sprintf("%s of %s did not answer in time", st.upstream.label, appLabel(st))
+	default:
+		he.Msg = fmt.Sprintf("%s of %s did not answer", st.upstream.label, appLabel(st))
+	}
+	if st.suspectID != "" && s.suspect != nil {
+		s.suspect(st.suspectID)
+	}
+	s.writeError(w, r, st, he)
+}
+
+func appLabel(st *reqState) string {
+	if st.route.AppID != "" {
+		return st.route.AppID
+	}
+	return "the request"
+}
+
+// proxy hands the request to the reverse proxy of base. The state must
+// hold route, prefix and xfc already.
+func (s *Server) proxy(w http.ResponseWriter, r *http.Request, st *reqState, base *url.URL, label string) {
+	st.upstream = s.upstreams.get(base, label)
+	st.upstream.rp.ServeHTTP(w, r)
+}
