@@ -66,6 +66,7 @@ func (a Action) verb() string {
 // Rule tags say which rule decided. They are stable, for logs and metrics.
 const (
 	RuleNoUser             = "no-user"
+	RuleUnknownAction      = "unknown-action"
 	RuleHistoryNoModify    = "history-no-modify"
 	RuleGatewayAdmin       = "gateway-admin"
 	RuleGatewayAdminGroup  = "gateway-admin-group"
@@ -131,7 +132,7 @@ func New(cfg Config) *Policy {
 // Decide reports whether s may perform a on the app whose ACL is acl.
 //
 // In order: an empty user is denied (Spark's null-user pass does not apply
-// behind the gateway); Modify on a History Server app is denied (there is no
+// behind the gateway); an unknown action is denied; Modify on a History Server app is denied (there is no
 // SparkContext to kill anything with); gateway admins are allowed; with the
 // app's ACLs off, the configured Mode decides; otherwise Spark's
 // isUserInACL over the effective lists decides.
@@ -143,6 +144,11 @@ func (p *Policy) Decide(s Subject, acl ACL, a Action) Decision {
 	if s.User == "" {
 		d.Rule = RuleNoUser
 		d.Reasons = append(d.Reasons, "The request carries no user name, so it is denied.")
+		return d
+	}
+	if a < View || a > Admin {
+		d.Rule, d.Grant = RuleUnknownAction, ""
+		d.Reasons = append(d.Reasons, "Action "+strconv.Itoa(int(a))+" is unknown to the policy, so it is denied.")
 		return d
 	}
 	if acl.History() && a == Modify {

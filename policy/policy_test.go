@@ -109,6 +109,7 @@ func TestDecideSparkSemantics(t *testing.T) {
 		{"empty user denied, acls off", open, props(), "alice", nil, user(""), View, false, RuleNoUser},
 		{"empty user denied even with owner empty", open, on(), "", nil, user(""), View, false, RuleNoUser},
 		{"empty user denied with * everywhere", gw, on(PropViewACLs, "*", PropViewACLsGroups, "*"), "alice", nil, user("", "sre"), View, false, RuleNoUser},
+		{"unknown action denied", open, props(), "alice", nil, user("alice"), Action(9), false, RuleUnknownAction},
 		{"empty owner grants no one", open, on(), "", nil, user("eve"), View, false, RuleDenied},
 
 		// Gateway admins override the app's ACLs.

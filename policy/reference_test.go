@@ -146,7 +146,7 @@ func checkAgainstReference(t *testing.T, c refCase) Decision {
 	if d.Rule == "" || len(d.Reasons) == 0 {
 		t.Fatalf("Decide(%+v, %s) = rule %q reasons %q; want a rule and reasons", c.subject, c.action, d.Rule, d.Reasons)
 	}
-	denyRules := map[string]bool{RuleNoUser: true, RuleHistoryNoModify: true, RuleACLsDisabledDenied: true, RuleDenied: true}
+	denyRules := map[string]bool{RuleNoUser: true, RuleUnknownAction: true, RuleHistoryNoModify: true, RuleACLsDisabledDenied: true, RuleDenied: true}
 	if denyRules[d.Rule] == d.Allow {
 		t.Fatalf("Decide(%+v, %s) = allow %v with rule %q; rule and outcome disagree", c.subject, c.action, d.Allow, d.Rule)
 	}
