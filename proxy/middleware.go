@@ -31,7 +31,7 @@ type reqState struct {
 	xfc      string // X-Forwarded-Context to send, "" for none
 	// suspectID is the live app whose driver is called; "" for History
 	// Servers. The error handler reports it to discovery.
-	suspectID string
+	suspectID  string
 	clientGone bool
 }
 
