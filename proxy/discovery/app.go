@@ -39,6 +39,13 @@ type HistoryRef struct {
 	// ACLProps are the ACL properties from the app's event log (the first
 	// environment update), as the History Server would apply them.
 	ACLProps map[string]string
+	// ACLsEnable, AdminACLs and AdminACLsGroups are the server's own
+	// settings from the gateway configuration (spark.history.ui.acls.enable,
+	// spark.history.ui.admin.acls(.groups)); the slices are shared and must
+	// not be modified.
+	ACLsEnable      bool
+	AdminACLs       []string
+	AdminACLsGroups []string
 }
 
 // App is one Spark application as the registry knows it. Apps in a Snapshot

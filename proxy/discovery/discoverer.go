@@ -1,0 +1,579 @@
+package discovery
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+const (
+	suspectQueue = 64
+	targetIdle   = 3 // intervals a target may go unreported before it is forgotten
+	backoffMax   = 5 * time.Minute
+)
+
+// Discoverer runs the configured sources, verifies every candidate against
+// the UI's own REST API, re-checks live apps, merges History Server lists
+// and publishes the result as registry snapshots. One goroutine (Run) owns
+// all state; network calls run in workers that hand results back to it, so
+// neither slow drivers nor requests ever wait on each other.
+type Discoverer struct {
+	cfg      Config
+	reg      *Registry
+	log      *zap.Logger
+	c        *client
+	polls    []pollSource
+	hist     []*historySource
+	follower *follower
+	now      func() time.Time
+
+	suspect chan string
+	events  chan func()
+	ready   atomic.Bool
+
+	// State below is touched only by Run's goroutine.
+	ctx         context.Context
+	targets     map[string]*target
+	apps        map[string]*liveApp
+	histApps    map[string][]historyApp // by History Server name
+	logCands    map[string][]candidate  // by log path
+	pollBusy    bool
+	histBusy    bool
+	pollsDone   bool
+	histDone    bool
+	logsDone    bool
+	pending     int // verifications in flight
+	graceTimer  bool
+	dirty       bool
+	lastPublish time.Time
+}
+
+// target is one candidate URL and what is known about it.
+type target struct {
+	c          candidate
+	appID      string // the live app verified at this URL, "" if none
+	verifying  bool
+	fails      int
+	retryAt    time.Time
+	lastOffer  time.Time
+	fromLogAt  time.Time // when a log line last named it, for timing logs
+	bySourceAt time.Time
+}
+
+// liveApp is an app found on a driver, running or ended.
+type liveApp struct {
+	app      App
+	key      string // target key of the URL the app answers at
+	fails    int
+	checking bool
+}
+
+// New builds a Discoverer from a validated configuration. Sources that
+// cannot be built (an unreadable Kubernetes CA file) are logged and skipped.
+func New(cfg Config, reg *Registry, logger *zap.Logger) *Discoverer {
+	cfg.SetDefaults()
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	d := &Discoverer{
+		cfg: cfg, reg: reg, log: logger, c: newClient(nil), now: time.Now,
+		suspect:  make(chan string, suspectQueue),
+		events:   make(chan func(), 256),
+		targets:  map[string]*target{},
+		apps:     map[string]*liveApp{},
+		histApps: map[string][]historyApp{},
+		logCands: map[string][]candidate{},
+	}
+	if len(cfg.Logs) > 0 {
+		d.follower = newFollower(cfg.Logs, logger)
+	}
+	// An explicit switch over the closed set of sources.
+	if len(cfg.Static) > 0 {
+		var s staticSource
+		for _, raw := range cfg.Static {
+			if u, err := parseCandidateURL(raw); err == nil {
+				s = append(s, u)
+			} else {
+				logger.Error("skipping static url", zap.String("url", raw), zap.Error(err))
+			}
+		}
+		d.polls = append(d.polls, s)
+	}
+	if len(cfg.Probe) > 0 {
+		if p, err := newProbeSource(cfg.Probe); err == nil {
+			d.polls = append(d.polls, p)
+		} else {
+			logger.Error("skipping probe source", zap.Error(err))
+		}
+	}
+	for _, m := range cfg.Standalone {
+		if u, err := parseRootURL(m.URL); err == nil {
+			d.polls = append(d.polls, newMasterSource(u, d.c))
+		} else {
+			logger.Error("skipping standalone master", zap.String("url", m.URL), zap.Error(err))
+		}
+	}
+	if cfg.Kubernetes != nil {
+		if k, err := newKubeSource(*cfg.Kubernetes); err == nil {
+			d.polls = append(d.polls, k)
+		} else {
+			logger.Error("skipping kubernetes source", zap.Error(err))
+		}
+	}
+	for _, y := range cfg.YARN {
+		if u, err := parseRootURL(y.URL); err == nil {
+			d.polls = append(d.polls, &yarnSource{base: u, c: d.c})
+		} else {
+			logger.Error("skipping yarn resource manager", zap.String("url", y.URL), zap.Error(err))
+		}
+	}
+	for _, h := range cfg.History {
+		if hs, err := newHistorySource(h, d.c, time.Duration(cfg.Interval)); err == nil {
+			d.hist = append(d.hist, hs)
+		} else {
+			logger.Error("skipping history server", zap.String("history", h.Name), zap.Error(err))
+		}
+	}
+	return d
+}
+
+// Ready reports whether the first full round (every source read once and
+// the verifications it started settled, or a grace period passed) is done.
+func (d *Discoverer) Ready() bool { return d.ready.Load() }
+
+// Suspect asks for an immediate re-check of a live app, for example when
+// its driver did not answer a proxied request. A refused connection then
+// ends the app at once. It never blocks.
+func (d *Discoverer) Suspect(appID string) {
+	select {
+	case d.suspect <- appID:
+	default: // a queue this full means checks are already on the way
+	}
+}
+
+// Run runs every source until ctx is done. It returns nil on cancellation.
+func (d *Discoverer) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	var workers sync.WaitGroup
+	defer func() {
+		cancel()
+		workers.Wait()
+	}()
+	d.ctx = ctx
+	if d.follower != nil {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			d.followLogs(ctx)
+		}()
+	} else {
+		d.logsDone = true
+	}
+	interval := time.Duration(d.cfg.Interval)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	d.round()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			d.round()
+		case id := <-d.suspect:
+			d.checkApp(id, true)
+		case f := <-d.events:
+			f()
+		}
+		d.maybeReady()
+		if d.dirty {
+			d.publish()
+		}
+	}
+}
+
+// send hands a result to Run's goroutine; it gives up when Run is done.
+func (d *Discoverer) send(ctx context.Context, f func()) {
+	select {
+	case d.events <- f:
+	case <-ctx.Done():
+	}
+}
+
+// round starts one interval's work: the poll sources, the History Servers
+// and the liveness checks. Work still running from the last round is not
+// started twice.
+func (d *Discoverer) round() {
+	ctx := d.ctx
+	if !d.pollBusy {
+		d.pollBusy = true
+		go func() {
+			res := make([][]candidate, len(d.polls))
+			var wg sync.WaitGroup
+			for i, s := range d.polls {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					cands, err := s.candidates(ctx)
+					if err != nil && ctx.Err() == nil {
+						d.log.Warn("discovery source failed", zap.String("source", s.name()), zap.Error(err))
+					}
+					res[i] = cands
+				}()
+			}
+			wg.Wait()
+			d.send(ctx, func() { d.onPolled(res) })
+		}()
+	}
+	if !d.histBusy {
+		d.histBusy = true
+		go func() {
+			res := make([][]historyApp, len(d.hist))
+			ok := make([]bool, len(d.hist))
+			var wg sync.WaitGroup
+			for i, h := range d.hist {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					apps, err := h.poll(ctx)
+					if err != nil {
+						if ctx.Err() == nil {
+							d.log.Warn("history server failed", zap.String("source", h.name()), zap.Error(err))
+						}
+						return
+					}
+					res[i], ok[i] = apps, true
+				}()
+			}
+			wg.Wait()
+			d.send(ctx, func() { d.onHistory(res, ok) })
+		}()
+	}
+	for id, a := range d.apps {
+		if a.app.State == Running {
+			d.checkApp(id, false)
+		}
+	}
+	// Log candidates stay offered while their file names them.
+	for _, cs := range d.logCands {
+		for _, c := range cs {
+			d.offer(c)
+		}
+	}
+	d.dirty = true // retention and LastSeen move with time
+}
+
+func (d *Discoverer) onPolled(res [][]candidate) {
+	d.pollBusy = false
+	d.pollsDone = true
+	now := d.now()
+	for _, cs := range res {
+		for _, c := range cs {
+			d.offer(c)
+		}
+	}
+	idle := time.Duration(targetIdle) * time.Duration(d.cfg.Interval)
+	for k, t := range d.targets {
+		if t.appID == "" && !t.verifying && now.Sub(t.lastOffer) > idle {
+			delete(d.targets, k)
+		}
+	}
+}
+
+func (d *Discoverer) onHistory(res [][]historyApp, ok []bool) {
+	d.histBusy = false
+	d.histDone = true
+	for i, h := range d.hist {
+		if ok[i] { // keep the last good list while a server is down
+			d.histApps[h.cfg.Name] = res[i]
+		}
+	}
+	d.dirty = true
+}
+
+// offer considers a candidate: verify it unless it is known live, being
+// verified, or backing off.
+func (d *Discoverer) offer(c candidate) {
+	now := d.now()
+	key := c.key()
+	t := d.targets[key]
+	if t == nil {
+		t = &target{c: c}
+		d.targets[key] = t
+	}
+	t.c, t.lastOffer = c, now
+	if t.appID != "" {
+		if a := d.apps[t.appID]; a != nil && a.app.State == Running {
+			return
+		}
+		t.appID = ""
+	}
+	if t.verifying || now.Before(t.retryAt) {
+		return
+	}
+	d.verify(t)
+}
+
+func (d *Discoverer) verify(t *target) {
+	ctx := d.ctx
+	t.verifying = true
+	d.pending++
+	u := t.c.url
+	go func() {
+		info, err := d.c.verify(ctx, u)
+		d.send(ctx, func() { d.onVerified(t, info, err) })
+	}()
+}
+
+func (d *Discoverer) onVerified(t *target, info driverInfo, err error) {
+	t.verifying = false
+	d.pending--
+	now := d.now()
+	key := t.c.key()
+	if d.targets[key] != t {
+		d.targets[key] = t // forgotten while verifying; keep what we learnt
+	}
+	if err != nil {
+		var ue *unreachableError
+		switch {
+		case errors.As(err, &ue):
+			t.fails++
+			t.retryAt = now.Add(min(time.Duration(d.cfg.Interval)<<min(t.fails-1, 10), backoffMax) - time.Millisecond)
+		default:
+			t.fails++
+			t.retryAt = now.Add(12 * time.Duration(d.cfg.Interval))
+		}
+		d.log.Debug("candidate not verified", zap.String("upstream", u2s(t.c.url)), zap.String("source", t.c.source), zap.Error(err))
+		return
+	}
+	t.fails = 0
+	if old := d.apps[info.ID]; old != nil && old.app.State == Running && old.key != key {
+		t.appID = info.ID // the same driver under a second address
+		return
+	}
+	if t.appID != "" && t.appID != info.ID {
+		d.endApp(t.appID, "another app answers at its url")
+	}
+	app := App{
+		ID: info.ID, Name: info.Name, User: info.User, AttemptID: info.AttemptID,
+		SparkVersion: info.SparkVersion, StartTime: info.Start, State: Running,
+		UIURL: t.c.url, ProxyBase: info.ProxyBase, Source: t.c.source,
+		ACLProps: info.ACLProps, LastSeen: now,
+	}
+	if app.ProxyBase == "" && t.c.yarn {
+		app.ProxyBase = "/proxy/" + info.ID
+	}
+	d.apps[info.ID] = &liveApp{app: app, key: key}
+	t.appID = info.ID
+	d.dirty = true
+	fields := []zap.Field{zap.String("app_id", info.ID), zap.String("upstream", u2s(t.c.url)), zap.String("source", t.c.source)}
+	if !t.fromLogAt.IsZero() {
+		fields = append(fields, zap.Duration("since_log_line", now.Sub(t.fromLogAt)))
+	}
+	if info.ACLProps == nil {
+		fields = append(fields, zap.Bool("acl_unknown", true))
+	}
+	d.log.Info("driver found", fields...)
+}
+
+// checkApp asks a live app's UI whether it still serves the same app.
+func (d *Discoverer) checkApp(id string, suspect bool) {
+	a := d.apps[id]
+	if a == nil || a.app.State != Running || a.checking {
+		return
+	}
+	a.checking = true
+	ctx := d.ctx
+	u := a.app.UIURL
+	go func() {
+		got, err := d.c.driverApp(ctx, u)
+		d.send(ctx, func() { d.onChecked(id, a, got, err, suspect) })
+	}()
+}
+
+func (d *Discoverer) onChecked(id string, a *liveApp, got apiApp, err error, suspect bool) {
+	a.checking = false
+	if d.apps[id] != a || a.app.State != Running {
+		return
+	}
+	if err == nil && got.ID == id {
+		a.fails = 0
+		a.app.LastSeen = d.now()
+		d.dirty = true
+		return
+	}
+	if err == nil {
+		// Port reused: the old driver is gone; verify the newcomer fully.
+		d.endApp(id, "another app answers at its url")
+		if t := d.targets[a.key]; t != nil && !t.verifying {
+			d.verify(t)
+		}
+		return
+	}
+	a.fails++
+	var ue *unreachableError
+	refused := errors.As(err, &ue) && ue.refused
+	if a.fails >= 2 || (suspect && refused) {
+		d.endApp(id, err.Error())
+		return
+	}
+	d.log.Debug("driver did not answer", zap.String("app_id", id), zap.String("upstream", u2s(a.app.UIURL)), zap.Error(err))
+}
+
+// endApp marks an app ended. Its UI URL stays for display; App.Live is
+// false from now on.
+func (d *Discoverer) endApp(id, reason string) {
+	a := d.apps[id]
+	if a == nil || a.app.State != Running {
+		return
+	}
+	a.app.State = Ended
+	a.app.EndTime = d.now()
+	for _, t := range d.targets {
+		if t.appID == id {
+			t.appID, t.retryAt, t.fails = "", time.Time{}, 0
+		}
+	}
+	d.dirty = true
+	d.log.Info("driver ended", zap.String("app_id", id), zap.String("upstream", u2s(a.app.UIURL)), zap.String("source", a.app.Source), zap.String("reason", reason))
+}
+
+// followLogs polls the follower and hands changes to Run.
+func (d *Discoverer) followLogs(ctx context.Context) {
+	defer d.follower.closeAll()
+	tick := time.NewTicker(followPoll)
+	defer tick.Stop()
+	first := true
+	for {
+		changes := d.follower.poll()
+		if len(changes) > 0 || first {
+			at := d.now()
+			isFirst := first
+			d.send(ctx, func() { d.onLogs(changes, at, isFirst) })
+			first = false
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (d *Discoverer) onLogs(changes []logCandidates, at time.Time, first bool) {
+	if first {
+		d.logsDone = true
+	}
+	for _, ch := range changes {
+		prev := d.logCands[ch.path]
+		var cs []candidate
+		for _, raw := range ch.urls {
+			u, err := parseCandidateURL(raw)
+			if err != nil {
+				continue
+			}
+			cs = append(cs, candidate{url: u, source: "log:" + ch.path})
+		}
+		if len(cs) == 0 {
+			delete(d.logCands, ch.path)
+		} else {
+			d.logCands[ch.path] = cs
+		}
+		if ch.stopped {
+			// The UI said it stopped: check its apps now, ending them on
+			// the first refused connection.
+			for _, c := range prev {
+				if t := d.targets[c.key()]; t != nil && t.appID != "" {
+					d.checkApp(t.appID, true)
+				}
+			}
+		}
+		for _, c := range cs {
+			t := d.targets[c.key()]
+			if t != nil && t.appID != "" {
+				// A new UI line for a URL we know: maybe a new driver on a
+				// reused port. The check tells.
+				d.checkApp(t.appID, false)
+				continue
+			}
+			if t != nil {
+				t.retryAt = time.Time{} // fresh evidence beats backoff
+			}
+			d.offer(c)
+			if t = d.targets[c.key()]; t != nil {
+				t.fromLogAt = at
+			}
+		}
+	}
+}
+
+func (d *Discoverer) maybeReady() {
+	if d.ready.Load() || !d.pollsDone || !d.histDone || !d.logsDone {
+		return
+	}
+	if d.pending == 0 {
+		d.ready.Store(true)
+		return
+	}
+	if !d.graceTimer {
+		// Do not let a driver stuck on its start-up page hold readiness.
+		d.graceTimer = true
+		ctx := d.ctx
+		time.AfterFunc(2*time.Duration(d.cfg.Interval), func() {
+			d.send(ctx, func() { d.ready.Store(true) })
+		})
+	}
+}
+
+// publish builds a snapshot of live, ended and history-only apps.
+func (d *Discoverer) publish() {
+	d.dirty = false
+	now := d.now()
+	refs := map[string][]HistoryRef{}
+	first := map[string]*historyApp{}
+	for _, h := range d.hist {
+		list := d.histApps[h.cfg.Name]
+		for i := range list {
+			ha := &list[i]
+			refs[ha.ID] = append(refs[ha.ID], ha.Ref)
+			if first[ha.ID] == nil {
+				first[ha.ID] = ha
+			}
+		}
+	}
+	apps := make([]*App, 0, len(d.apps)+len(first))
+	retention := time.Duration(d.cfg.EndedRetention)
+	for id, a := range d.apps {
+		if a.app.State == Ended && len(refs[id]) == 0 && now.Sub(a.app.EndTime) > retention {
+			delete(d.apps, id)
+			continue
+		}
+		cp := a.app
+		cp.History = refs[id]
+		apps = append(apps, &cp)
+	}
+	for id, ha := range first {
+		if d.apps[id] != nil {
+			continue
+		}
+		apps = append(apps, &App{
+			ID: id, Name: ha.Name, User: ha.User, AttemptID: ha.AttemptID,
+			SparkVersion: ha.SparkVersion, StartTime: ha.Start, EndTime: ha.End,
+			State: Ended, Source: "history:" + ha.Ref.Server,
+			ACLProps: ha.Ref.ACLProps, History: refs[id],
+		})
+	}
+	d.reg.Store(NewSnapshot(apps))
+	d.lastPublish = now
+}
+
+func u2s(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	return u.Redacted()
+}
