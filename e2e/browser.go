@@ -1,0 +1,104 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+)
+
+// ChromiumPath is Debian's chromium; CHROMIUM overrides it.
+func ChromiumPath() string {
+	if p := os.Getenv("CHROMIUM"); p != "" {
+		return p
+	}
+	return "/usr/bin/chromium"
+}
+
+// Browser is one headless Chromium with a fresh profile.
+type Browser struct {
+	ctx    context.Context
+	cancel func()
+}
+
+// NewBrowser starts headless Chromium with a new user-data-dir under dir.
+// Its lifetime is parent's.
+func NewBrowser(parent context.Context, dir string) (*Browser, error) {
+	profile, err := os.MkdirTemp(dir, "chromium-")
+	if err != nil {
+		return nil, fmt.Errorf("creating profile dir: %w", err)
+	}
+	actx, acancel := chromedp.NewExecAllocator(parent,
+		chromedp.ExecPath(ChromiumPath()),
+		chromedp.UserDataDir(profile),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+	)
+	ctx, cancel := chromedp.NewContext(actx)
+	// The first Run starts the browser; it must not carry a timeout.
+	if err := chromedp.Do(ctx); err != nil {
+		cancel()
+		acancel()
+		return nil, fmt.Errorf("starting chromium: %w", err)
+	}
+	return &Browser{ctx: ctx, cancel: func() { cancel(); acancel() }}, nil
+}
+
+// Close stops the browser.
+func (b *Browser) Close() { b.cancel() }
+
+// SetCookies copies cookies (e.g. a gateway session from a Go cookie jar)
+// into the browser for pageURL's origin.
+func (b *Browser) SetCookies(pageURL string, cookies []*http.Cookie) error {
+	for _, c := range cookies {
+		ck := c
+		err := chromedp.Do(b.ctx, func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+			_, err := cdp.Call(ctx, t, network.SetCookie, network.SetCookieParams{
+				Name: ck.Name, Value: ck.Value, URL: pageURL, Path: "/",
+			})
+			return chromedp.Void{}, err
+		})
+		if err != nil {
+			return fmt.Errorf("setting cookie %s: %w", c.Name, err)
+		}
+	}
+	return nil
+}
+
+// TableRows opens pageURL and waits until selector (e.g.
+// "#active-executors-table tbody tr") matches at least one row that is not a
+// DataTables "no data" row. It returns the row count and the final URL.
+func (b *Browser) TableRows(pageURL, selector string, timeout time.Duration) (int, string, error) {
+	ctx, cancel := context.WithTimeout(b.ctx, timeout+10*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Navigate(pageURL)); err != nil {
+		return 0, "", fmt.Errorf("navigating to %s: %w", pageURL, err)
+	}
+	sel := strconv.Quote(selector)
+	expr := `(() => { const rows = document.querySelectorAll(` + sel + `);
+		if (rows.length === 0 || document.querySelector(` + sel + ` + " td.dataTables_empty")) return 0;
+		return rows.length; })()`
+	n, err := chromedp.Run(ctx, chromedp.Poll[int](expr, chromedp.WithPollingInterval(200*time.Millisecond), chromedp.WithPollingTimeout(timeout)))
+	loc, _ := chromedp.Run(ctx, chromedp.Location())
+	if err != nil {
+		body, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText.slice(0, 600) : ""`))
+		return 0, loc, fmt.Errorf("waiting for %s on %s (now at %s): %w; page text: %q", selector, pageURL, loc, err, body)
+	}
+	return n, loc, nil
+}

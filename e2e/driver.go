@@ -1,0 +1,157 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// DriverOptions configures one PySpark driver running e2e/spark/app.py.
+type DriverOptions struct {
+	Name     string            // spark.app.name; also the log file's base name
+	EventDir string            // spark.eventLog.dir
+	LogDir   string            // the driver's stderr goes to <LogDir>/<Name>.log
+	WorkDir  string            // cwd (spark-warehouse, derby files) and the stop file
+	Confs    map[string]string // extra Spark confs
+	LongJob  bool              // keep an active job running (kill links visible)
+}
+
+// Driver is a running PySpark driver.
+type Driver struct {
+	Opts     DriverOptions
+	Proc     *Proc
+	Watch    *LogWatch
+	Started  time.Time
+	StopFile string
+
+	AppID  string
+	UIPort int
+	// UIHost is the host in sc.uiWebUrl (spark.driver.host, which need not be
+	// a loopback address); the UI itself binds 0.0.0.0.
+	UIHost string
+	// UILineAt is when "Successfully started service 'SparkUI'" was first
+	// seen in the log file.
+	UILineAt time.Time
+	ReadyAt  time.Time
+}
+
+var (
+	reUIPort = regexp.MustCompile(`Successfully started service 'SparkUI' on port (\d+)\.`)
+	reE2EApp = regexp.MustCompile(`E2E app_id=(\S+) ui=(\S+)`)
+	reReady  = regexp.MustCompile(`E2E ready app_id=`)
+	reStoped = regexp.MustCompile(`E2E stopped`)
+)
+
+// StartDriver starts app.py with home's python and waits until the SparkUI
+// port line and the app id are in its log (not until the jobs ran; see
+// WaitReady).
+func StartDriver(ctx context.Context, root string, home SparkHome, opt DriverOptions) (*Driver, error) {
+	for _, d := range []string{opt.EventDir, opt.LogDir, opt.WorkDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("creating %s: %w", d, err)
+		}
+	}
+	stop := filepath.Join(opt.WorkDir, opt.Name+".stop")
+	args := []string{filepath.Join(root, "e2e", "spark", "app.py"),
+		"--name", opt.Name, "--event-dir", opt.EventDir, "--stop-file", stop}
+	if opt.LongJob {
+		args = append(args, "--long-job")
+	}
+	keys := make([]string, 0, len(opt.Confs))
+	for k := range opt.Confs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		args = append(args, "--conf", k+"="+opt.Confs[k])
+	}
+	cmd := exec.Command(home.Python, args...)
+	cmd.Dir = opt.WorkDir
+	cmd.Env = append(os.Environ(),
+		"PYSPARK_PYTHON="+home.Python,
+		"PYSPARK_DRIVER_PYTHON="+home.Python,
+		"SPARK_HOME="+home.Home,
+		"SPARK_CONF_DIR="+filepath.Join(root, "e2e", "spark", "conf"),
+		"PATH="+filepath.Join(home.Venv, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"),
+	)
+	logPath := filepath.Join(opt.LogDir, opt.Name+".log")
+	d := &Driver{Opts: opt, StopFile: stop, Started: time.Now()}
+	p, err := StartProc("driver "+opt.Name, cmd, logPath)
+	if err != nil {
+		return nil, err
+	}
+	d.Proc = p
+	d.Watch = WatchLog(logPath)
+	m, at, err := d.Watch.WaitFor(ctx, reUIPort, p.Exited)
+	if err != nil {
+		d.Kill()
+		return nil, fmt.Errorf("driver %s: %w\n%s", opt.Name, err, d.Watch.Tail(30))
+	}
+	d.UIPort, _ = strconv.Atoi(m[1])
+	d.UILineAt = at
+	m, _, err = d.Watch.WaitFor(ctx, reE2EApp, p.Exited)
+	if err != nil {
+		d.Kill()
+		return nil, fmt.Errorf("driver %s: %w\n%s", opt.Name, err, d.Watch.Tail(30))
+	}
+	d.AppID = m[1]
+	if u, err := url.Parse(m[2]); err == nil {
+		d.UIHost = u.Hostname()
+	}
+	return d, nil
+}
+
+// WaitReady waits until app.py has run its jobs and the stream has batches.
+func (d *Driver) WaitReady(ctx context.Context) error {
+	_, at, err := d.Watch.WaitFor(ctx, reReady, d.Proc.Exited)
+	if err != nil {
+		return fmt.Errorf("driver %s: %w\n%s", d.Opts.Name, err, d.Watch.Tail(30))
+	}
+	d.ReadyAt = at
+	return nil
+}
+
+// UIURL is the driver UI on loopback.
+func (d *Driver) UIURL() string { return fmt.Sprintf("http://127.0.0.1:%d", d.UIPort) }
+
+// HostPorts lists the host:port spellings of the driver UI that must never
+// appear in a page served by the gateway.
+func (d *Driver) HostPorts() []string {
+	out := []string{fmt.Sprintf("127.0.0.1:%d", d.UIPort), fmt.Sprintf("localhost:%d", d.UIPort)}
+	if d.UIHost != "" && d.UIHost != "127.0.0.1" {
+		out = append(out, fmt.Sprintf("%s:%d", d.UIHost, d.UIPort))
+	}
+	return out
+}
+
+// Stop asks app.py to stop (stop file), so that it calls spark.stop() and the
+// event log is complete; after 90 s it is terminated.
+func (d *Driver) Stop(ctx context.Context) error {
+	defer d.Watch.Close()
+	if d.Proc.Exited() {
+		return nil
+	}
+	if err := os.WriteFile(d.StopFile, nil, 0o644); err != nil {
+		return fmt.Errorf("writing stop file: %w", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	if err := d.Proc.Wait(wctx); err != nil && wctx.Err() != nil {
+		return d.Proc.Stop(15 * time.Second)
+	}
+	return nil
+}
+
+// Kill ends the driver at once (for cleanup after a failure).
+func (d *Driver) Kill() {
+	_ = d.Proc.Stop(10 * time.Second)
+}

@@ -1,0 +1,201 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/cookiejar"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// BuildGateway runs `go build -o out ./cmd/sparkgate` in root.
+func BuildGateway(ctx context.Context, root, out string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/sparkgate")
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/sparkgate: %w\n%s", err, b)
+	}
+	return out, nil
+}
+
+// GatewayOptions is what the harness puts into the gateway's YAML config.
+type GatewayOptions struct {
+	LogGlobs    []string // discovery.logs[0].paths
+	LogHost     string   // discovery.logs[0].host (default 127.0.0.1)
+	HistoryURL  string   // discovery.history[0].url, "" for none
+	HistoryACLs bool     // discovery.history[0].acls_enable
+	// Auth is the auth section; nil means {mode: local}.
+	Auth map[string]any
+	// Policy is the policy section; nil leaves the defaults.
+	Policy map[string]any
+	// Env adds environment variables (e.g. SPARKGATE_OIDC_CLIENT_SECRET).
+	Env []string
+}
+
+// Gateway is a running sparkgate.
+type Gateway struct {
+	Proc  *Proc
+	Watch *LogWatch
+	URL   string // public URL, http://127.0.0.1:<port>
+	// LoginURL is the one-time login URL printed in mode local.
+	LoginURL string
+}
+
+var reLoginURL = regexp.MustCompile(`(https?://[^\s"']+/oauth2/token\?token=[0-9a-fA-F]+)`)
+
+// StartGateway writes <dir>/sparkgate.yaml, starts bin with it and waits for
+// /_/readyz; in mode local it also waits for the login URL on stderr.
+func StartGateway(ctx context.Context, bin, dir string, opt GatewayOptions) (*Gateway, error) {
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	host := opt.LogHost
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	disc := map[string]any{
+		"interval": "1s",
+		"logs":     []any{map[string]any{"paths": opt.LogGlobs, "host": host}},
+	}
+	if opt.HistoryURL != "" {
+		disc["history"] = []any{map[string]any{"name": "local", "url": opt.HistoryURL, "acls_enable": opt.HistoryACLs}}
+	}
+	auth := opt.Auth
+	if auth == nil {
+		auth = map[string]any{"mode": "local"}
+	}
+	cfg := map[string]any{
+		"listen":     fmt.Sprintf("127.0.0.1:%d", port),
+		"public_url": base,
+		"log":        map[string]any{"level": "debug"},
+		"auth":       auth,
+		"discovery":  disc,
+		"proxy":      map[string]any{"kill": "deny"},
+	}
+	if opt.Policy != nil {
+		cfg["policy"] = opt.Policy
+	}
+	data, err := yaml.Marshal(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("encoding gateway config: %w", err)
+	}
+	cfgPath := filepath.Join(dir, "sparkgate.yaml")
+	if err := os.WriteFile(cfgPath, data, 0o600); err != nil {
+		return nil, fmt.Errorf("writing %s: %w", cfgPath, err)
+	}
+	cmd := exec.Command(bin, "--config", cfgPath)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), opt.Env...)
+	logPath := filepath.Join(dir, "sparkgate.log")
+	p, err := StartProc("sparkgate", cmd, logPath)
+	if err != nil {
+		return nil, err
+	}
+	g := &Gateway{Proc: p, Watch: WatchLog(logPath), URL: base}
+	if err := waitHTTP(ctx, base+"/_/readyz", p.Exited); err != nil {
+		g.Stop()
+		return nil, fmt.Errorf("gateway: %w\n%s", err, g.Watch.Tail(40))
+	}
+	if mode, _ := auth["mode"].(string); mode == "local" {
+		m, _, err := g.Watch.WaitFor(ctx, reLoginURL, p.Exited)
+		if err != nil {
+			g.Stop()
+			return nil, fmt.Errorf("gateway login URL: %w", err)
+		}
+		g.LoginURL = m[1]
+	}
+	return g, nil
+}
+
+// LocalSession signs in with the one-time login URL and returns the cookie
+// jar holding the session.
+func (g *Gateway) LocalSession(ctx context.Context) (http.CookieJar, error) {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		return nil, fmt.Errorf("cookie jar: %w", err)
+	}
+	c := &http.Client{Jar: jar, Timeout: 30 * time.Second}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, g.LoginURL, nil)
+	if err != nil {
+		return nil, fmt.Errorf("login request: %w", err)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("opening login URL: %w", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("login URL answered %s", resp.Status)
+	}
+	return jar, nil
+}
+
+// GatewayApp is the part of Spark's ApplicationInfo the tests read.
+type GatewayApp struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	Attempts []struct {
+		Completed bool   `json:"completed"`
+		SparkUser string `json:"sparkUser"`
+	} `json:"attempts"`
+}
+
+// Apps GETs the gateway's /api/v1/applications with client.
+func (g *Gateway) Apps(ctx context.Context, client *http.Client) ([]GatewayApp, error) {
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, g.URL+"/api/v1/applications", nil)
+	if err != nil {
+		return nil, fmt.Errorf("building request: %w", err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("listing apps: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("listing apps: %s", resp.Status)
+	}
+	var apps []GatewayApp
+	if err := json.NewDecoder(resp.Body).Decode(&apps); err != nil {
+		return nil, fmt.Errorf("decoding app list: %w", err)
+	}
+	return apps, nil
+}
+
+// WaitListed polls the app list every 50 ms until appID is in it and
+// returns when it first was.
+func (g *Gateway) WaitListed(ctx context.Context, client *http.Client, appID string) (time.Time, error) {
+	for {
+		apps, err := g.Apps(ctx, client)
+		if err == nil {
+			for _, a := range apps {
+				if a.ID == appID {
+					return time.Now(), nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, fmt.Errorf("gateway never listed %s (last error %v): %w", appID, err, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Stop ends the gateway.
+func (g *Gateway) Stop() {
+	_ = g.Proc.Stop(10 * time.Second)
+	g.Watch.Close()
+}

@@ -1,0 +1,80 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+)
+
+func mkdir(d string) error { return os.MkdirAll(d, 0o755) }
+
+// checkGatewayCrawl crawls /app/<id>/ through the gateway: no broken link,
+// no link or redirect that leaves the gateway or names the driver, no kill
+// link.
+func (s *suite) checkGatewayCrawl(t *testing.T, gw *Gateway, c *http.Client, d *Driver) {
+	ctx := ctxFor(t, 5*time.Minute)
+	t0 := time.Now()
+	prefix := "/app/" + d.AppID + "/"
+	rep, err := Crawl(ctx, c, gw.URL+prefix, CrawlOptions{
+		MaxPages:    600,
+		Scope:       []string{prefix},
+		Skip:        skipLogout,
+		Needles:     d.HostPorts(),
+		AllowStatus: sparkAllowStatus,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logCrawl(t, "gateway crawl", rep)
+	t.Logf("gateway crawl took %v", time.Since(t0).Round(time.Millisecond))
+	_ = RecordFigure(s.outDir, "gateway_crawl_"+d.AppID, fmt.Sprintf("%v pages=%d", time.Since(t0).Round(time.Millisecond), rep.Pages))
+	if rep.Pages < 20 {
+		t.Errorf("gateway crawl saw only %d pages; want a full UI (first: %v)", rep.Pages, rep.Visited)
+	}
+	for _, l := range rep.Broken {
+		t.Errorf("broken: %v", l)
+	}
+	for _, l := range rep.Leaks {
+		t.Errorf("leak: %v", l)
+	}
+	for _, l := range rep.KillLinks {
+		t.Errorf("kill link shown through the gateway: %v", l)
+	}
+}
+
+// checkGatewayBrowser opens the JS-built tables through the gateway in
+// Chromium, with the gateway session copied into the browser.
+func (s *suite) checkGatewayBrowser(t *testing.T, gw *Gateway, c *http.Client, d *Driver, dir string) {
+	ctx := ctxFor(t, 5*time.Minute)
+	stageID, err := activeStage(ctx, d.UIURL(), d.AppID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewBrowser(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	base, _ := url.Parse(gw.URL)
+	if err := b.SetCookies(gw.URL, c.Jar.Cookies(base)); err != nil {
+		t.Fatal(err)
+	}
+	prefix := gw.URL + "/app/" + d.AppID
+	for _, p := range []struct{ path, sel string }{
+		{"/executors/", "#active-executors-table tbody tr"},
+		{fmt.Sprintf("/stages/stage/?id=%d&attempt=0", stageID), "#active-tasks-table tbody tr"},
+	} {
+		t0 := time.Now()
+		n, loc, err := b.TableRows(prefix+p.path, p.sel, 60*time.Second)
+		if err != nil {
+			t.Errorf("chromium via gateway %s: %v", p.path, err)
+			continue
+		}
+		t.Logf("chromium via gateway: %s has %d rows at %s after %v", p.sel, n, loc, time.Since(t0).Round(time.Millisecond))
+	}
+}
