@@ -181,7 +181,7 @@ func (p *Policy) decideACLsOff(d Decision, s Subject, acl ACL, a Action, n listN
 	strict := off + ": Spark would let everyone in, but the gateway's policy.when_acls_off is \"owner-and-admins\""
 	switch {
 	case acl.Owner != "" && s.User == acl.Owner:
-		return allow(d, RuleACLsDisabledOwner, strict+", and user "+quote(s.User)+" owns the app.")
+		return allow(d, RuleACLsDisabledOwner, strict+", and user "+quote(s.User)+" owns the app, so may "+a.verb()+" it.")
 	case contains(acl.Admins, s.User):
 		return allow(d, RuleACLsDisabledAdmin, strict+", and user "+quote(s.User)+" is listed in "+n.admins+".")
 	case contains(acl.Admins, wildcard):
