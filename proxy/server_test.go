@@ -1,0 +1,355 @@
+package proxy
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func TestProxySendsCanonicalCleanRequest(t *testing.T) {
+	h := newHarness(t, nil)
+	hdr := http.Header{
+		"X-Forwarded-User":    {"root"},
+		"X-Forwarded-Groups":  {"admins"},
+		"Remote-User":         {"root"},
+		"X-Remote-User":       {"root"},
+		"X-Forwarded-For":     {"10.0.0.1"},
+		"X-Forwarded-Context": {"/evil"},
+		"Authorization":       {"Bearer secret"},
+		"Accept-Encoding":     {"br"},
+		"Cookie":              {"other=1; " + CookiePrefix + "_extra=x"},
+	}
+	resp, body := h.do(t, "GET", "/app/"+appLive+"/environment/?x=1&doAs=root&DoAs=admin", "alice", hdr)
+	if resp.StatusCode != http.StatusOK || body != "upstream /environment/" {
+		t.Fatalf("GET environment = %d %q; want 200 from upstream", resp.StatusCode, body)
+	}
+	got := h.drv.last(t)
+	if got.Path != "/environment/" || got.RawPath != "" {
+		t.Errorf("upstream path = %q (raw %q); want /environment/", got.Path, got.RawPath)
+	}
+	if got.RawQuery != "x=1" {
+		t.Errorf("upstream query = %q; want x=1 (doAs removed)", got.RawQuery)
+	}
+	if v := got.Header.Get("X-Forwarded-Context"); v != "/app/"+appLive {
+		t.Errorf("X-Forwarded-Context = %q; want /app/%s", v, appLive)
+	}
+	for _, name := range []string{"X-Forwarded-User", "X-Forwarded-Groups", "Remote-User", "X-Remote-User", "X-Forwarded-For", "Authorization"} {
+		if v := got.Header.Values(name); len(v) > 0 {
+			t.Errorf("upstream got %s = %q; want it removed", name, v)
+		}
+	}
+	if c := got.Header.Get("Cookie"); c != "other=1" {
+		t.Errorf("upstream Cookie = %q; want only other=1", c)
+	}
+	if ae := got.Header.Get("Accept-Encoding"); ae != "gzip" {
+		t.Errorf("upstream Accept-Encoding = %q; want the transport's gzip", ae)
+	}
+	if resp.Header.Get("X-Request-Id") == "" {
+		t.Error("response has no X-Request-Id")
+	}
+}
+
+func TestUnknownApp(t *testing.T) {
+	h := newHarness(t, nil)
+	tests := []struct {
+		name, path string
+		hdr        http.Header
+		json       bool
+	}{
+		{"html", "/app/local-1700000000000/jobs/", nil, false},
+		{"json api", "/api/v1/applications/local-1700000000000/jobs", nil, true},
+		{"json accept", "/app/local-1700000000000/jobs/", http.Header{"Accept": {"application/json"}}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := h.do(t, "GET", tt.path, "alice", tt.hdr)
+			if resp.StatusCode != http.StatusNotFound {
+				t.Fatalf("GET %s = %d; want 404", tt.path, resp.StatusCode)
+			}
+			ct := resp.Header.Get("Content-Type")
+			if tt.json {
+				var e errorJSON
+				decodeJSON(t, body, &e)
+				if e.Status != 404 || e.AppID != "local-1700000000000" || e.Error == "" || !strings.HasPrefix(ct, "application/json") {
+					t.Errorf("GET %s = %s %+v; want JSON 404 naming the app", tt.path, ct, e)
+				}
+				return
+			}
+			if !strings.HasPrefix(ct, "text/html") || !strings.Contains(body, "local-1700000000000") || !strings.Contains(body, "Unknown application") {
+				t.Errorf("GET %s = %s %q; want an HTML page naming the app", tt.path, ct, body)
+			}
+		})
+	}
+	if n := len(h.drv.requests()); n != 0 {
+		t.Errorf("driver got %d requests; want 0", n)
+	}
+}
+
+func TestDeadDriver502(t *testing.T) {
+	h := newHarness(t, nil)
+	resp, body := h.do(t, "GET", "/app/"+appDead+"/jobs/", "alice", nil)
+	if resp.StatusCode != http.StatusBadGateway {
+		t.Fatalf("GET dead driver = %d; want 502", resp.StatusCode)
+	}
+	if !strings.Contains(body, "did not answer") || !strings.Contains(body, appDead) || !strings.Contains(body, "driver 127.0.0.1:") {
+		t.Errorf("502 page = %q; want it to name the driver and the app", body)
+	}
+	select {
+	case id := <-h.suspects:
+		if id != appDead {
+			t.Errorf("Suspect(%q); want %q", id, appDead)
+		}
+	default:
+		t.Error("Suspect was not called")
+	}
+	resp, body = h.do(t, "GET", "/api/v1/applications/"+appDead+"/jobs", "alice", nil)
+	var e errorJSON
+	decodeJSON(t, body, &e)
+	if resp.StatusCode != http.StatusBadGateway || e.Status != 502 || e.AppID != appDead {
+		t.Errorf("GET dead driver REST = %d %+v; want JSON 502", resp.StatusCode, e)
+	}
+}
+
+func TestSlowDriver502(t *testing.T) {
+	h := newHarness(t, nil) // ResponseHeaderTimeout 500ms
+	resp, body := h.do(t, "GET", "/app/"+appLive+"/slow", "alice", nil)
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "did not answer in time") {
+		t.Fatalf("GET slow = %d %q; want 502 'did not answer in time'", resp.StatusCode, body)
+	}
+}
+
+func TestLocationRewritten(t *testing.T) {
+	h := newHarness(t, nil)
+	resp, _ := h.do(t, "GET", "/app/"+appLive+"/", "alice", nil)
+	if got, want := resp.Header.Get("Location"), "/app/"+appLive+"/jobs/"; resp.StatusCode != http.StatusFound || got != want {
+		t.Errorf("GET /app/<id>/ = %d Location %q; want 302 %q", resp.StatusCode, got, want)
+	}
+	// A proxyBase driver: /app/ moves to /proxy/, which gets no
+	// X-Forwarded-Context and keeps its redirects under /proxy/<id>.
+	resp, _ = h.do(t, "GET", "/app/"+appYarn+"/stages/?id=2", "alice", nil)
+	if got, want := resp.Header.Get("Location"), "/proxy/"+appYarn+"/stages/?id=2"; got != want {
+		t.Errorf("GET /app/<yarn>/stages/ Location = %q; want %q", got, want)
+	}
+	resp, _ = h.do(t, "GET", "/proxy/"+appYarn+"/", "alice", nil)
+	if got, want := resp.Header.Get("Location"), "/proxy/"+appYarn+"/jobs/"; got != want {
+		t.Errorf("GET /proxy/<yarn>/ Location = %q; want %q", got, want)
+	}
+	if v := h.drv.last(t).Header.Get("X-Forwarded-Context"); v != "" {
+		t.Errorf("proxyBase driver got X-Forwarded-Context %q; want none", v)
+	}
+}
+
+func TestKillLinkStripped(t *testing.T) {
+	h := newHarness(t, nil)
+	for _, q := range []string{"", "?gz=1"} {
+		t.Run("query="+q, func(t *testing.T) {
+			resp, body := h.do(t, "GET", "/app/"+appLive+"/jobs/"+q, "alice", nil)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("GET jobs = %d", resp.StatusCode)
+			}
+			if strings.Contains(body, "kill") {
+				t.Errorf("page still has a kill control:\n%s", body)
+			}
+			if !strings.Contains(body, `class="name-link"`) || !strings.Contains(body, "count at Main.scala:12") {
+				t.Errorf("page lost its content:\n%s", body)
+			}
+			if ce := resp.Header.Get("Content-Encoding"); ce != "" {
+				t.Errorf("Content-Encoding = %q; want plain", ce)
+			}
+			if xfo := resp.Header.Get("X-Frame-Options"); xfo != "SAMEORIGIN" {
+				t.Errorf("X-Frame-Options = %q; want Spark's SAMEORIGIN kept", xfo)
+			}
+		})
+	}
+}
+
+func TestKillEndpointsBlocked(t *testing.T) {
+	h := newHarness(t, nil)
+	live, yarn := "/app/"+appLive, "/proxy/"+appYarn
+	tests := []struct{ method, target string }{
+		{"GET", live + "/jobs/job/kill/?id=1"},
+		{"GET", live + "/jobs/job/kill?id=1"},
+		{"HEAD", live + "/jobs/job/kill/?id=1"},
+		{"GET", live + "/jobs/job/KILL/?id=1"},
+		{"GET", live + "/jobs/job/%6bill/?id=1"},
+		{"GET", live + "/jobs/job/%6B%69%6C%6C/?id=1"},
+		{"GET", live + "/jobs//job/kill/?id=1"},
+		{"GET", live + "/jobs/job/./kill/?id=1"},
+		{"GET", live + "/jobs/x/../job/kill/?id=1"},
+		{"GET", live + "/jobs/job/kill;jsessionid=1/?id=1"},
+		{"GET", live + "/jobs/job%2fkill/?id=1"},
+		{"GET", live + "/jobs/job/kill%00/?id=1"},
+		{"GET", live + "/jobs/job/kill%3Fid=1"},
+		{"GET", live + "/jobs%5cjob%5ckill/?id=1"},
+		{"GET", live + "/stages/stage/kill/?id=1"},
+		{"GET", live + "/stages/stage/kill/?id=1&terminate=true"},
+		{"POST", live + "/jobs/job/kill/?id=1"},
+		{"POST", live + "/stages/stage/kill/"},
+		{"PUT", live + "/jobs/"},
+		{"DELETE", live + "/jobs/"},
+		{"POST", live + "/jobs/hold/"},
+		{"GET", live + "/executors/heapHistogram/?executorId=1"},
+		{"GET", yarn + "/jobs/job/kill/?id=1"},
+		{"GET", "/app/" + appYarn + "/jobs/job/kill/?id=1"},
+		{"GET", "/hs/main/history/" + appHistory + "/1/jobs/job/kill/?id=1"},
+		{"POST", "/api/v1/applications/" + appLive + "/jobs"},
+		{"GET", "/api/v1/applications/" + appLive + "/kill"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.target, func(t *testing.T) {
+			resp, _ := h.raw(t, tt.method, tt.target, "alice")
+			switch resp.StatusCode {
+			case http.StatusBadRequest, http.StatusForbidden, http.StatusMethodNotAllowed:
+			default:
+				t.Errorf("%s %s = %d; want 400, 403 or 405", tt.method, tt.target, resp.StatusCode)
+			}
+		})
+	}
+	for _, b := range []*backend{h.drv, h.hs} {
+		for _, r := range b.requests() {
+			t.Errorf("upstream received %s %s?%s; want nothing", r.Method, r.Path, r.RawQuery)
+		}
+	}
+	resp, body := h.raw(t, "GET", live+"/jobs/job/kill/?id=1", "alice")
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "kill controls are disabled by sparkgate") {
+		t.Errorf("kill page = %d %q; want 403 'kill controls are disabled by sparkgate'", resp.StatusCode, body)
+	}
+	resp, _ = h.raw(t, "PUT", live+"/jobs/", "alice")
+	if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET, HEAD" {
+		t.Errorf("PUT = %d Allow %q; want 405 with Allow: GET, HEAD", resp.StatusCode, resp.Header.Get("Allow"))
+	}
+}
+
+func TestHistoryFallback(t *testing.T) {
+	h := newHarness(t, nil)
+	redirects := []struct{ path, want string }{
+		{"/app/" + appHistory + "/stages/stage/?id=3&attempt=0", "/hs/main/history/" + appHistory + "/1/stages/stage/?id=3&attempt=0"},
+		{"/app/" + appHistory + "/", "/hs/main/history/" + appHistory + "/1/"},
+		{"/proxy/" + appHistory + "/jobs/", "/hs/main/history/" + appHistory + "/1/jobs/"},
+		{"/history/" + appHistory + "/1/jobs/?x=1", "/hs/main/history/" + appHistory + "/1/jobs/?x=1"},
+		{"/history/" + appLive + "/jobs/", "/app/" + appLive + "/jobs/"},
+		{"/hs/main/", "/"},
+		{"/hs/main/api/v1/applications?status=running", "/api/v1/applications?status=running"},
+	}
+	for _, tt := range redirects {
+		resp, _ := h.do(t, "GET", tt.path, "alice", nil)
+		if got := resp.Header.Get("Location"); resp.StatusCode != http.StatusFound || got != tt.want {
+			t.Errorf("GET %s = %d %q; want 302 %q", tt.path, resp.StatusCode, got, tt.want)
+		}
+	}
+	resp, body := h.do(t, "GET", "/hs/main/history/"+appHistory+"/1/jobs/", "bob", nil)
+	if resp.StatusCode != http.StatusOK || body == "" {
+		t.Fatalf("GET history page = %d %q; want 200", resp.StatusCode, body)
+	}
+	got := h.hs.last(t)
+	if got.Path != "/history/"+appHistory+"/1/jobs/" || got.Header.Get("X-Forwarded-Context") != "/hs/main" {
+		t.Errorf("History Server got %s with X-Forwarded-Context %q; want /history/<id>/1/jobs/ and /hs/main", got.Path, got.Header.Get("X-Forwarded-Context"))
+	}
+	resp, _ = h.do(t, "GET", "/api/v1/applications/"+appHistory+"/1/jobs", "alice", nil)
+	if got := h.hs.last(t); resp.StatusCode != http.StatusOK || got.Path != "/api/v1/applications/"+appHistory+"/1/jobs" {
+		t.Errorf("GET history REST = %d, upstream %s; want 200 from the History Server", resp.StatusCode, got.Path)
+	}
+	resp, _ = h.do(t, "GET", "/hs/main/static/webui.js", "nobody", nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET history static as any user = %d; want 200", resp.StatusCode)
+	}
+	// The History Server's copy of the ACLs applies: carol is not in it.
+	resp, _ = h.do(t, "GET", "/hs/main/history/"+appHistory+"/1/jobs/", "carol", nil)
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("GET history page as carol = %d; want 403", resp.StatusCode)
+	}
+	resp, _ = h.do(t, "GET", "/hs/other/history/"+appHistory+"/1/jobs/", "alice", nil)
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET unknown history server = %d; want 404", resp.StatusCode)
+	}
+}
+
+func TestWaitingForHistory(t *testing.T) {
+	h := newHarness(t, nil)
+	resp, body := h.do(t, "GET", "/app/"+appWaiting+"/jobs/", "alice", nil)
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "5" {
+		t.Fatalf("GET finished app = %d Retry-After %q; want 503 5", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	for _, want := range []string{`<meta http-equiv="refresh" content="5">`, "waiting for the History Server", appWaiting} {
+		if !strings.Contains(body, want) {
+			t.Errorf("waiting page lacks %q:\n%s", want, body)
+		}
+	}
+	resp, body = h.do(t, "GET", "/api/v1/applications/"+appWaiting+"/jobs", "alice", nil)
+	var e errorJSON
+	decodeJSON(t, body, &e)
+	if resp.StatusCode != http.StatusServiceUnavailable || e.Status != 503 || e.AppID != appWaiting {
+		t.Errorf("GET finished app REST = %d %+v; want JSON 503", resp.StatusCode, e)
+	}
+}
+
+func TestACLDenied(t *testing.T) {
+	h := newHarness(t, nil)
+	resp, body := h.do(t, "GET", "/app/"+appDenied+"/jobs/", "alice|eng|data", nil)
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("GET denied app = %d; want 403", resp.StatusCode)
+	}
+	for _, want := range []string{appDenied, "alice", "eng, data", "alice is not the owner carol", "spark.ui.view.acls / spark.ui.view.acls.groups", "payroll"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("403 page lacks %q:\n%s", want, body)
+		}
+	}
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") {
+		t.Errorf("403 page CSP = %q; want the gateway's", csp)
+	}
+	resp, body = h.do(t, "GET", "/api/v1/applications/"+appDenied+"/jobs", "alice", nil)
+	var e errorJSON
+	decodeJSON(t, body, &e)
+	if resp.StatusCode != http.StatusForbidden || e.AppID != appDenied || len(e.Reasons) == 0 || e.Grant == "" {
+		t.Errorf("GET denied REST = %d %+v; want JSON 403 with reasons and grant", resp.StatusCode, e)
+	}
+	if n := len(h.drv.requests()); n != 0 {
+		t.Errorf("driver got %d requests for a denied user; want 0", n)
+	}
+	var denied int
+	for _, e := range h.audit.FilterMessage("authorization").All() {
+		m := e.ContextMap()
+		if m["app_id"] == appDenied && m["allow"] == false && m["user"] == "alice" && m["for"] == "request" {
+			denied++
+		}
+	}
+	if denied != 2 {
+		t.Errorf("audit log has %d denials of alice on %s; want 2", denied, appDenied)
+	}
+}
+
+func TestNotSignedIn(t *testing.T) {
+	h := newHarness(t, nil)
+	resp, _ := h.do(t, "GET", "/app/"+appLive+"/stages/?id=3", "", nil)
+	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusFound || !strings.HasPrefix(loc, "/oauth2/start?rd=") {
+		t.Errorf("GET signed out = %d %q; want the Authenticator's challenge", resp.StatusCode, loc)
+	}
+	resp, body := h.do(t, "GET", "/", "broken", nil)
+	if resp.StatusCode != http.StatusInternalServerError || strings.Contains(body, "session store down") {
+		t.Errorf("GET with failing authn = %d %q; want 500 without the cause", resp.StatusCode, body)
+	}
+	if n := len(h.drv.requests()); n != 0 {
+		t.Errorf("driver got %d requests; want 0", n)
+	}
+}
+
+func TestHealthAndReady(t *testing.T) {
+	ready := false
+	h := newHarness(t, func(o *Options) { o.Ready = func() bool { return ready } })
+	if resp, _ := h.do(t, "GET", "/_/healthz", "", nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("healthz = %d; want 200", resp.StatusCode)
+	}
+	if resp, _ := h.do(t, "GET", "/_/readyz", "", nil); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("readyz before ready = %d; want 503", resp.StatusCode)
+	}
+	ready = true
+	if resp, _ := h.do(t, "GET", "/_/readyz", "", nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("readyz when ready = %d; want 200", resp.StatusCode)
+	}
+	if resp, body := h.do(t, "GET", "/_/static/sparkgate.css", "", nil); resp.StatusCode != http.StatusOK || !strings.Contains(body, "--accent") {
+		t.Errorf("static css = %d; want 200", resp.StatusCode)
+	}
+	if resp, _ := h.do(t, "GET", "/_/static/", "", nil); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("static dir listing = %d; want 404", resp.StatusCode)
+	}
+}
