@@ -215,7 +215,12 @@ func randomCase(r *rand.Rand) refCase {
 func TestDecideMatchesReference(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
-	caches := map[Mode]*Cached{}
+	// One cache per config shape: each Cached keeps purge goroutines alive.
+	type shape struct {
+		mode          Mode
+		admins, group bool
+	}
+	caches := map[shape]*Cached{}
 	allowed := 0
 	const n = 20000
 	for i := range n {
@@ -225,12 +230,11 @@ func TestDecideMatchesReference(t *testing.T) {
 			allowed++
 		}
 		// A tiny cache evicts constantly; answers must not change.
-		cached, ok := caches[c.cfg.WhenACLsOff]
-		if !ok || len(c.cfg.Admins)+len(c.cfg.AdminGroups) > 0 {
+		k := shape{c.cfg.WhenACLsOff, len(c.cfg.Admins) > 0, len(c.cfg.AdminGroups) > 0}
+		cached, ok := caches[k]
+		if !ok {
 			cached = NewCached(New(c.cfg), 8, time.Hour)
-			if len(c.cfg.Admins)+len(c.cfg.AdminGroups) == 0 {
-				caches[c.cfg.WhenACLsOff] = cached
-			}
+			caches[k] = cached
 		}
 		var got Decision
 		if c.hist != nil {
