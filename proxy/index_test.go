@@ -1,0 +1,104 @@
+package proxy
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestIndexListsOnlyPermittedApps(t *testing.T) {
+	h := newHarness(t, nil)
+	tests := []struct {
+		name, user, query string
+		want, notWant     []string
+	}{
+		{"owner", "alice|eng", "", []string{appLive, appHistory, appWaiting, appYarn, `href="/app/` + appLive + `/"`, "signed in as", "(eng)", `href="/oauth2/logout"`, "running", "finished", "3.5.9"}, []string{appDenied, "payroll"}},
+		{"viewer", "bob", "", []string{appLive, appHistory}, []string{appDenied, appWaiting, appYarn}},
+		{"filter", "alice", "?q=NIGHT", []string{appHistory, `value="NIGHT"`}, []string{appLive, appYarn}},
+		{"empty", "nobody", "", []string{"No applications to show", "driver logs /var/log/spark/*.log", "main"}, []string{appLive, appHistory}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := h.do(t, "GET", "/"+tt.query, tt.user, nil)
+			if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+				t.Fatalf("GET / = %d %s; want 200 HTML", resp.StatusCode, resp.Header.Get("Content-Type"))
+			}
+			for _, s := range tt.want {
+				if !strings.Contains(body, s) {
+					t.Errorf("index for %s lacks %q", tt.user, s)
+				}
+			}
+			for _, s := range tt.notWant {
+				if strings.Contains(body, s) {
+					t.Errorf("index for %s shows %q", tt.user, s)
+				}
+			}
+			if strings.Contains(body, "<script>") || strings.Contains(body, "http://") || strings.Contains(body, "https://") {
+				t.Errorf("index has inline script or external resources:\n%s", body)
+			}
+		})
+	}
+}
+
+func TestAPIListFilteredInSparkShape(t *testing.T) {
+	h := newHarness(t, nil)
+	resp, body := h.do(t, "GET", "/api/v1/applications", "bob", nil)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("GET list = %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	var got []map[string]any
+	decodeJSON(t, body, &got)
+	want := []map[string]any{
+		{"id": appLive, "name": "etl", "attempts": []any{map[string]any{
+			"startTime": "2024-01-01T00:00:00.000GMT", "endTime": "1969-12-31T23:59:59.999GMT",
+			"lastUpdated": "2024-01-01T00:00:00.000GMT", "sparkUser": "alice", "completed": false,
+			"appSparkVersion": "3.5.9", "startTimeEpoch": float64(1704067200000), "endTimeEpoch": float64(-1),
+			"lastUpdatedEpoch": float64(1704067200000),
+		}}},
+		{"id": appHistory, "name": "nightly", "attempts": []any{map[string]any{
+			"attemptId": "1", "startTime": "2023-12-31T23:00:00.000GMT", "endTime": "2023-12-31T23:30:00.000GMT",
+			"lastUpdated": "2023-12-31T23:30:00.000GMT", "duration": float64(1800000), "sparkUser": "alice", "completed": true,
+			"appSparkVersion": "3.5.9", "startTimeEpoch": float64(1704063600000), "endTimeEpoch": float64(1704065400000),
+			"lastUpdatedEpoch": float64(1704065400000),
+		}}},
+	}
+	// A live app's duration grows with the clock: check it, then drop it.
+	att := got[0]["attempts"].([]any)[0].(map[string]any)
+	if d, ok := att["duration"].(float64); !ok || d <= 0 {
+		t.Errorf("live duration = %v; want > 0", att["duration"])
+	}
+	delete(att, "duration")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("GET /api/v1/applications as bob (-want +got):\n%s", diff)
+	}
+
+	filters := []struct {
+		query string
+		want  []string
+	}{
+		{"?status=completed", []string{appHistory, appWaiting}},
+		{"?status=RUNNING", []string{appLive, appDead, appYarn}},
+		{"?status=running&status=completed&limit=2", []string{appLive, appDead}},
+		{"?limit=0", []string{}},
+	}
+	for _, tt := range filters {
+		_, body := h.do(t, "GET", "/api/v1/applications"+tt.query, "alice", nil)
+		var apps []apiApp
+		decodeJSON(t, body, &apps)
+		ids := []string{}
+		for _, a := range apps {
+			ids = append(ids, a.ID)
+		}
+		if !cmp.Equal(ids, tt.want) {
+			t.Errorf("GET /api/v1/applications%s as alice = %v; want %v", tt.query, ids, tt.want)
+		}
+	}
+	if resp, _ := h.do(t, "GET", "/api/v1/applications?status=bogus", "alice", nil); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("status=bogus = %d; want 400", resp.StatusCode)
+	}
+	if _, body := h.do(t, "GET", "/api/v1/applications", "nobody", nil); strings.TrimSpace(body) != "[]" {
+		t.Errorf("list for nobody = %q; want []", body)
+	}
+}
