@@ -1,0 +1,164 @@
+package discovery
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/zap/zaptest"
+)
+
+const (
+	portLine    = "26/11/29 13:57:10 INFO Utils: Successfully started service 'SparkUI' on port %s.\n"
+	hostLine    = "26/11/29 13:57:10 INFO BlockManagerMaster: Registering BlockManager BlockManagerId(driver, 10.9.8.7, 40777, None)\n"
+	stoppedLine = "26/11/29 13:57:14 INFO SparkUI: Stopped Spark web UI at http://10.9.8.7:%s\n"
+)
+
+func line(format, port string) string { return strings.Replace(format, "%s", port, 1) }
+
+func appendFile(t *testing.T, path, s string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+}
+
+// urlsOf returns the candidates for path after one poll.
+func urlsOf(fl *follower, path string) (urls []string, stopped, changed bool) {
+	for _, c := range fl.poll() {
+		if c.path == path {
+			return c.urls, c.stopped, true
+		}
+	}
+	for _, c := range fl.current() {
+		if c.path == path {
+			return c.urls, false, false
+		}
+	}
+	return nil, false, false
+}
+
+func TestFollowerGrowthHostAndStop(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "driver.log")
+	fl := newFollower([]LogSource{{Paths: []string{filepath.Join(dir, "*.log")}, Host: "127.0.0.1"}}, zaptest.NewLogger(t))
+	defer fl.closeAll()
+
+	if got := fl.poll(); len(got) != 0 {
+		t.Fatalf("poll() on an empty dir = %v; want nothing", got)
+	}
+	appendFile(t, p, "noise\n"+line(portLine, "4047")[:30]) // a partial line
+	if urls, _, _ := urlsOf(fl, p); len(urls) != 0 {
+		t.Fatalf("after a partial line: urls = %v; want none", urls)
+	}
+	appendFile(t, p, line(portLine, "4047")[30:])
+	urls, _, changed := urlsOf(fl, p)
+	if want := []string{"http://127.0.0.1:4047"}; !changed || !cmp.Equal(urls, want) {
+		t.Fatalf("after the port line: urls = %v (changed %v); want %v", urls, changed, want)
+	}
+	appendFile(t, p, hostLine)
+	urls, _, _ = urlsOf(fl, p)
+	if want := []string{"http://10.9.8.7:4047", "http://127.0.0.1:4047"}; !cmp.Equal(urls, want) {
+		t.Fatalf("after the host hint: urls = %v; want %v", urls, want)
+	}
+	if got := fl.poll(); len(got) != 0 {
+		t.Errorf("poll() without new bytes = %v; want no change", got)
+	}
+	appendFile(t, p, line(stoppedLine, "4047"))
+	urls, stopped, changed := urlsOf(fl, p)
+	if !changed || !stopped || len(urls) != 0 {
+		t.Errorf("after Stopped: urls = %v, stopped = %v, changed = %v; want none, true, true", urls, stopped, changed)
+	}
+}
+
+func TestFollowerRotation(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "driver.log")
+	fl := newFollower([]LogSource{{Paths: []string{p}, Host: "127.0.0.1"}}, zaptest.NewLogger(t))
+	defer fl.closeAll()
+
+	appendFile(t, p, line(portLine, "4040"))
+	if urls, _, _ := urlsOf(fl, p); !cmp.Equal(urls, []string{"http://127.0.0.1:4040"}) {
+		t.Fatalf("urls = %v; want port 4040", urls)
+	}
+	// The old file gets a last line after the poll, then is renamed away
+	// and a new file starts: both lines must be read.
+	appendFile(t, p, line(stoppedLine, "4040"))
+	if err := os.Rename(p, p+".1"); err != nil {
+		t.Fatal(err)
+	}
+	appendFile(t, p, line(portLine, "4050"))
+	var sawStop bool
+	var last []string
+	for _, c := range fl.poll() {
+		if c.path == p {
+			sawStop = sawStop || c.stopped
+			last = c.urls
+		}
+	}
+	if want := []string{"http://127.0.0.1:4050"}; !cmp.Equal(last, want) {
+		t.Errorf("after rotation: urls = %v; want %v", last, want)
+	}
+	if !sawStop {
+		t.Errorf("the Stopped line written to the old file before rotation was not read")
+	}
+}
+
+func TestFollowerTruncation(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "driver.log")
+	fl := newFollower([]LogSource{{Paths: []string{p}, Host: "127.0.0.1"}}, zaptest.NewLogger(t))
+	defer fl.closeAll()
+
+	appendFile(t, p, strings.Repeat("some long preamble line\n", 20)+line(portLine, "4040"))
+	if urls, _, _ := urlsOf(fl, p); !cmp.Equal(urls, []string{"http://127.0.0.1:4040"}) {
+		t.Fatalf("urls = %v; want port 4040", urls)
+	}
+	// `2> driver.log` again: same inode, truncated, shorter content.
+	if err := os.WriteFile(p, []byte(line(portLine, "4052")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if urls, _, _ := urlsOf(fl, p); !cmp.Equal(urls, []string{"http://127.0.0.1:4052"}) {
+		t.Errorf("after truncation: urls = %v; want port 4052", urls)
+	}
+}
+
+func TestFollowerLongLineAndGlobChanges(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fl := newFollower([]LogSource{{Paths: []string{filepath.Join(dir, "*.log")}, Host: "h1"}}, zaptest.NewLogger(t))
+	defer fl.closeAll()
+	p := filepath.Join(dir, "a.log")
+	// A line far over the limit, then a real one: the real one must count,
+	// the long one must not be taken for a port line from its tail.
+	long := strings.Repeat("x", 3*maxLineLen) + line(portLine, "4999")
+	appendFile(t, p, long+line(portLine, "4041"))
+	if urls, _, _ := urlsOf(fl, p); !cmp.Equal(urls, []string{"http://h1:4041"}) {
+		t.Fatalf("urls = %v; want only port 4041", urls)
+	}
+	if len(fl.files[p].partial) != 0 {
+		t.Errorf("partial buffer holds %d bytes after complete lines", len(fl.files[p].partial))
+	}
+	// A file appearing later is picked up by the glob.
+	q := filepath.Join(dir, "b.log")
+	appendFile(t, q, line(portLine, "4042"))
+	if urls, _, _ := urlsOf(fl, q); !cmp.Equal(urls, []string{"http://h1:4042"}) {
+		t.Errorf("new file: urls = %v; want port 4042", urls)
+	}
+	// A deleted file is forgotten.
+	os.Remove(q)
+	fl.poll()
+	if _, ok := fl.files[q]; ok {
+		t.Errorf("deleted file %s is still followed", q)
+	}
+}
