@@ -79,9 +79,8 @@ func New(ctx context.Context, cfg Config, publicURL string, logger *zap.Logger) 
 		now:       time.Now,
 		publicURL: strings.TrimSuffix(publicURL, "/"),
 		basePath:  strings.TrimSuffix(pu.Path, "/"),
-		sessions:  expirable.NewLRU[[32]byte, *session](cacheSize, nil, cacheTTL),
-		refreshed: expirable.NewLRU[[32]byte, *session](cacheSize, nil, cfg.Session.TTL),
 	}
+	a.sessions, a.refreshed = newCaches(cfg.Session.TTL)
 	a.cookies = cookieOptions{secure: pu.Scheme == "https", path: a.basePath + "/"}
 	if cfg.Session.CookieSecure != nil {
 		a.cookies.secure = *cfg.Session.CookieSecure
@@ -287,4 +286,11 @@ func (a *Authenticator) redirectTarget(r *http.Request) string {
 		return rd
 	}
 	return a.basePath + "/"
+}
+
+// newCaches builds the decoded-session cache and the renewed-session cache;
+// renewed sessions are kept for a session lifetime at most.
+func newCaches(ttl time.Duration) (sessions, refreshed *expirable.LRU[[32]byte, *session]) {
+	return expirable.NewLRU[[32]byte, *session](cacheSize, nil, cacheTTL),
+		expirable.NewLRU[[32]byte, *session](cacheSize, nil, ttl)
 }

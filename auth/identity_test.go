@@ -1,0 +1,58 @@
+package auth
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestMapIdentity(t *testing.T) {
+	def := claimMapping{UserClaim: "preferred_username", GroupsClaim: "groups"}
+	tests := []struct {
+		name       string
+		claims     map[string]any
+		m          claimMapping
+		wantUser   string
+		wantGroups []string
+		wantErr    bool
+	}{
+		{"preferred_username", map[string]any{"preferred_username": "alice", "groups": []any{"a", "b"}}, def, "alice", []string{"a", "b"}, false},
+		{"sub", map[string]any{"sub": "123", "preferred_username": "alice"}, claimMapping{UserClaim: "sub", GroupsClaim: "groups"}, "123", nil, false},
+		{"email kept", map[string]any{"email": "alice@example.com"}, claimMapping{UserClaim: "email"}, "alice@example.com", nil, false},
+		{"email stripped", map[string]any{"email": "alice@example.com"}, claimMapping{UserClaim: "email", StripEmailDomain: true}, "alice", nil, false},
+		{"email unverified", map[string]any{"email": "alice@example.com", "email_verified": false}, claimMapping{UserClaim: "email"}, "", nil, true},
+		{"email two @", map[string]any{"email": "alice@evil.example@example.com"}, claimMapping{UserClaim: "email", StripEmailDomain: true}, "", nil, true},
+		{"email no domain", map[string]any{"email": "alice@"}, claimMapping{UserClaim: "email"}, "", nil, true},
+		{"user missing", map[string]any{"sub": "1"}, def, "", nil, true},
+		{"user not string", map[string]any{"preferred_username": 42}, def, "", nil, true},
+		{"user empty", map[string]any{"preferred_username": ""}, def, "", nil, true},
+		{"user control char", map[string]any{"preferred_username": "alice\nadmin"}, def, "", nil, true},
+		{"groups string", map[string]any{"preferred_username": "a", "groups": "solo"}, def, "a", []string{"solo"}, false},
+		{"groups mixed array", map[string]any{"preferred_username": "a", "groups": []any{"x", 1, nil, "y", ""}}, def, "a", []string{"x", "y"}, false},
+		{"groups object ignored", map[string]any{"preferred_username": "a", "groups": map[string]any{"x": 1}}, def, "a", nil, false},
+		{"nested groups", map[string]any{"preferred_username": "a", "realm_access": map[string]any{"roles": []any{"r1", "r2"}}},
+			claimMapping{UserClaim: "preferred_username", GroupsClaim: "realm_access.roles"}, "a", []string{"r1", "r2"}, false},
+		{"nested missing", map[string]any{"preferred_username": "a", "realm_access": "x"},
+			claimMapping{UserClaim: "preferred_username", GroupsClaim: "realm_access.roles"}, "a", nil, false},
+		{"namespaced claim with dots", map[string]any{"preferred_username": "a", "https://example.com/groups": []any{"ns"}},
+			claimMapping{UserClaim: "preferred_username", GroupsClaim: "https://example.com/groups"}, "a", []string{"ns"}, false},
+		{"extra groups and dedupe", map[string]any{"preferred_username": "a", "groups": []any{"x", "y", "x"}},
+			claimMapping{UserClaim: "preferred_username", GroupsClaim: "groups", ExtraGroups: []string{"y", "all"}}, "a", []string{"x", "y", "all"}, false},
+		{"only extra groups", map[string]any{"preferred_username": "a"},
+			claimMapping{UserClaim: "preferred_username", GroupsClaim: "groups", ExtraGroups: []string{"all"}}, "a", []string{"all"}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			user, groups, err := mapIdentity(tc.claims, tc.m)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("mapIdentity(%v) error = %v; want error %v", tc.claims, err, tc.wantErr)
+			}
+			if user != tc.wantUser {
+				t.Errorf("mapIdentity(%v) user = %q; want %q", tc.claims, user, tc.wantUser)
+			}
+			if diff := cmp.Diff(tc.wantGroups, groups); diff != "" && !tc.wantErr {
+				t.Errorf("mapIdentity(%v) groups (-want +got):\n%s", tc.claims, diff)
+			}
+		})
+	}
+}
