@@ -158,7 +158,10 @@ func parseHistoryServer(rest string) (Route, error) {
 		return Route{Kind: KindNotFound, Path: "/hs" + rest}, nil
 	}
 	id, after, ok := cutSegment(after)
-	if !ok || !ValidAppID(id) {
+	if !ok {
+		return Route{Kind: KindNotFound, Path: "/hs" + rest}, nil
+	}
+	if !ValidAppID(id) {
 		return Route{}, badRequest("invalid application id")
 	}
 	r.AppID = id

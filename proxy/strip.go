@@ -186,6 +186,9 @@ type stripState struct {
 	// is inside, for restarting it after an oversized token.
 	rawCtx string
 
+	// dropFake says the next token is the synthetic start tag of a restart.
+	dropFake bool
+
 	scratch []byte
 }
 
@@ -208,11 +211,19 @@ func (st *stripState) run(r *chanReader) error {
 				// One token longer than maxTokenBuf: what was read of it has
 				// been emitted (or is emitted here); start a new tokenizer in
 				// the same raw-text context on the bytes not yet tokenized.
+				// The tokenizer's fragment mode reads script and style as
+				// plaintext, so the context is restored by a synthetic start
+				// tag that is dropped again (script escape states are lost).
 				if st.skip == "" {
 					st.emit(z.Raw())
 				}
-				r.pre = append(bytes.Clone(z.Buffered()), r.pre...)
-				z = html.NewTokenizerFragment(r, st.rawCtx)
+				var pre []byte
+				if st.rawCtx != "" {
+					pre = append(pre, "<"+st.rawCtx+">"...)
+					st.dropFake = true
+				}
+				r.pre = append(append(pre, z.Buffered()...), r.pre...)
+				z = html.NewTokenizer(r)
 				z.SetMaxBuf(maxTokenBuf)
 				continue
 			default:
@@ -242,8 +253,12 @@ func (st *stripState) token(z *html.Tokenizer, tt html.TokenType) {
 	switch tt {
 	case html.StartTagToken, html.SelfClosingTagToken:
 		name = lowerName(lname[:0], raw[1:])
-		if isRawTextElement(name) {
-			st.rawCtx = string(name)
+		if rc := rawTextElement(name); rc != "" {
+			st.rawCtx = rc
+		}
+		if st.dropFake {
+			st.dropFake = false
+			return
 		}
 	case html.EndTagToken:
 		name = lowerName(lname[:0], raw[2:])
@@ -262,7 +277,7 @@ func (st *stripState) token(z *html.Tokenizer, tt html.TokenType) {
 		// The removed element ended before this token; judge it afresh.
 	}
 
-	if (tt == html.StartTagToken || tt == html.SelfClosingTagToken) && isControlCandidate(name) {
+	if (tt == html.StartTagToken || tt == html.SelfClosingTagToken) && isControlCandidate(name) && mayBeKill(raw) {
 		// TagName and TagAttr lower-case and unescape in place: keep the
 		// original bytes first.
 		st.scratch = append(st.scratch[:0], raw...)
@@ -338,13 +353,18 @@ func lowerName(dst, b []byte) []byte {
 	return dst
 }
 
-func isRawTextElement(name []byte) bool {
-	switch string(name) {
-	case "iframe", "noembed", "noframes", "noscript", "plaintext", "script", "style", "textarea", "title", "xmp":
-		return true
+// rawTextElement returns name if the tokenizer reads the element's content
+// as raw text (the same list as the tokenizer's), else "".
+func rawTextElement(name []byte) string {
+	for _, e := range rawTextElements {
+		if string(name) == e {
+			return e
+		}
 	}
-	return false
+	return ""
 }
+
+var rawTextElements = []string{"iframe", "noembed", "noframes", "noscript", "plaintext", "script", "style", "textarea", "title", "xmp"}
 
 func isControlCandidate(name []byte) bool {
 	switch string(name) {
@@ -358,6 +378,48 @@ func isVoid(name []byte) bool {
 	switch string(name) {
 	case "area", "base", "br", "col", "embed", "hr", "img", "input", "keygen", "link", "meta", "param", "source", "track", "wbr":
 		return true
+	}
+	return false
+}
+
+// mayBeKill is a cheap, sound pre-check on a tag's raw bytes: a kill
+// control's class or URL spells one of the words of stateChanging, unless
+// it hides letters behind a percent-escape or a character reference.
+func mayBeKill(raw []byte) bool {
+	if bytes.IndexByte(raw, '%') >= 0 || bytes.IndexByte(raw, '&') >= 0 {
+		return true
+	}
+	for _, w := range mayBeKillWords {
+		if containsFold(raw, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// mayBeKillWords cover stateChanging and killClasses ("killall" contains
+// "kill").
+var mayBeKillWords = []string{"kill", "hold", "resume", "decommission"}
+
+// containsFold reports whether b contains the lower-case ASCII word w in
+// any ASCII case. Non-ASCII letters that fold to ASCII (the Kelvin sign) are
+// not matched here; isKillURL compares with EqualFold, but a link spelled so
+// does not reach Spark's handler, whose path Jetty matches exactly.
+func containsFold(b []byte, w string) bool {
+	for i := 0; i+len(w) <= len(b); i++ {
+		j := 0
+		for ; j < len(w); j++ {
+			c := b[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != w[j] {
+				break
+			}
+		}
+		if j == len(w) {
+			return true
+		}
 	}
 	return false
 }
@@ -378,7 +440,7 @@ func isKillControl(z *html.Tokenizer, name string) bool {
 		case "class":
 			for _, c := range strings.Fields(string(val)) {
 				for _, k := range killClasses {
-					if strings.EqualFold(c, k) {
+					if asciiEqualFold(c, k) {
 						return true
 					}
 				}
@@ -407,18 +469,46 @@ func isKillURL(u string) bool {
 	if i := strings.IndexAny(u, "?#"); i >= 0 {
 		u = u[:i]
 	}
-	for _, seg := range strings.FieldsFunc(u, func(r rune) bool { return r == '/' || r == '\\' }) {
+	for u != "" {
+		i := strings.IndexAny(u, "/\\")
+		seg := u
+		if i >= 0 {
+			seg, u = u[:i], u[i+1:]
+		} else {
+			u = ""
+		}
 		seg = strings.TrimSpace(seg)
 		if strings.Contains(seg, "%") {
 			seg = percentDecodeLoose(seg)
 		}
 		for _, w := range stateChanging {
-			if strings.EqualFold(seg, w) {
+			if asciiEqualFold(seg, w) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// asciiEqualFold is strings.EqualFold restricted to ASCII letters, as
+// mayBeKill is.
+func asciiEqualFold(s, t string) bool {
+	if len(s) != len(t) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		a, b := s[i], t[i]
+		if 'A' <= a && a <= 'Z' {
+			a += 'a' - 'A'
+		}
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		if a != b {
+			return false
+		}
+	}
+	return true
 }
 
 // percentDecodeLoose decodes valid %XX escapes and keeps anything else.
