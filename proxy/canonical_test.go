@@ -59,9 +59,9 @@ func TestCanonicalPath(t *testing.T) {
 		{"/jobs/%zz", ""},
 		{"/jobs/%3F", ""},
 		{"/jobs/%23", ""},
-		{"/jobs/%FF", ""},       // not UTF-8
-		{"/jobs/%C0%AF", ""},    // overlong '/'
-		{"/jobs/\xff", ""},      // raw non-UTF-8
+		{"/jobs/%FF", ""},    // not UTF-8
+		{"/jobs/%C0%AF", ""}, // overlong '/'
+		{"/jobs/\xff", ""},   // raw non-UTF-8
 		{"/" + strings.Repeat("a", maxPathLen), ""},
 	}
 	for _, tt := range tests {
