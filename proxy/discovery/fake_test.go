@@ -1,0 +1,89 @@
+package discovery
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// fakeDriver answers like a Spark driver UI (ApplicationInfo JSON shapes of
+// 3.5/4.0, the "starting up" placeholder, the environment endpoint).
+type fakeDriver struct {
+	srv      *httptest.Server
+	mu       sync.Mutex
+	id       string
+	starting int // placeholder answers left
+	props    [][]string
+	hits     atomic.Int64
+}
+
+func newFakeDriver(t *testing.T, id string) *fakeDriver {
+	t.Helper()
+	d := &fakeDriver{id: id, props: [][]string{
+		{"spark.acls.enable", "true"},
+		{"spark.app.name", "demo"},
+		{"spark.ui.view.acls", "alice,bob"},
+	}}
+	d.srv = httptest.NewServer(http.HandlerFunc(d.serve))
+	t.Cleanup(d.srv.Close)
+	return d
+}
+
+func (d *fakeDriver) url() *url.URL { u, _ := url.Parse(d.srv.URL); return u }
+
+func (d *fakeDriver) setID(id string) { d.mu.Lock(); d.id = id; d.mu.Unlock() }
+
+func (d *fakeDriver) serve(w http.ResponseWriter, r *http.Request) {
+	d.hits.Add(1)
+	d.mu.Lock()
+	id, starting := d.id, d.starting
+	if starting > 0 {
+		d.starting--
+	}
+	props := d.props
+	d.mu.Unlock()
+	if starting > 0 {
+		w.Header().Set("Content-Type", "text/html;charset=utf-8")
+		fmt.Fprint(w, "Spark is starting up. Please wait a while until it's ready.")
+		return
+	}
+	switch r.URL.Path {
+	case "/api/v1/applications":
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `[ {
+  "id" : %q,
+  "name" : "demo",
+  "attempts" : [ {
+    "startTime" : "2024-05-01T12:34:56.789GMT",
+    "endTime" : "1969-12-31T23:59:59.999GMT",
+    "lastUpdated" : "2024-05-01T12:34:56.789GMT",
+    "duration" : 1234,
+    "sparkUser" : "alice",
+    "completed" : false,
+    "appSparkVersion" : "3.5.9",
+    "startTimeEpoch" : 1714566896789,
+    "endTimeEpoch" : -1,
+    "lastUpdatedEpoch" : 1714566896789
+  } ]
+} ]`, id)
+	case "/api/v1/applications/" + id + "/environment":
+		w.Header().Set("Content-Type", "application/json")
+		var b strings.Builder
+		b.WriteString(`{"runtime":{"javaVersion":"17"},"sparkProperties":[`)
+		for i, kv := range props {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, "[%q,%q]", kv[0], kv[1])
+		}
+		b.WriteString(`],"systemProperties":[["user.name","alice"],["spark.ui.proxyBase","/sys"]],"hadoopProperties":[],"metricsProperties":[],"classpathEntries":[]}`)
+		fmt.Fprint(w, b.String())
+	default:
+		http.Error(w, "no such app: "+id, http.StatusNotFound)
+	}
+}
