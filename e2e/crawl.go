@@ -115,6 +115,7 @@ func Crawl(ctx context.Context, client *http.Client, start string, opt CrawlOpti
 				continue
 			}
 			lu.Fragment = ""
+			browserEscape(lu)
 			switch lu.Scheme {
 			case "http", "https":
 			default:
@@ -238,6 +239,16 @@ func extractLinks(body []byte) []string {
 		}
 	}
 }
+
+// browserEscape percent-encodes what a browser encodes in a query before
+// sending it: Spark renders sort links with a raw space
+// ("activeJob.sort=Job Id"), which Go would send as is and Jetty refuses
+// with 400, while every browser sends %20.
+func browserEscape(u *url.URL) {
+	u.RawQuery = queryEscaper.Replace(u.RawQuery)
+}
+
+var queryEscaper = strings.NewReplacer(" ", "%20", "\"", "%22", "<", "%3C", ">", "%3E", "`", "%60")
 
 func inScope(path string, scope []string) bool {
 	if len(scope) == 0 {

@@ -29,6 +29,7 @@ func BuildGateway(ctx context.Context, root, out string) (string, error) {
 
 // GatewayOptions is what the harness puts into the gateway's YAML config.
 type GatewayOptions struct {
+	Port        int      // listen port; 0 picks a free one
 	LogGlobs    []string // discovery.logs[0].paths
 	LogHost     string   // discovery.logs[0].host (default 127.0.0.1)
 	HistoryURL  string   // discovery.history[0].url, "" for none
@@ -55,9 +56,13 @@ var reLoginURL = regexp.MustCompile(`(https?://[^\s"']+/oauth2/token\?token=[0-9
 // StartGateway writes <dir>/sparkgate.yaml, starts bin with it and waits for
 // /_/readyz; in mode local it also waits for the login URL on stderr.
 func StartGateway(ctx context.Context, bin, dir string, opt GatewayOptions) (*Gateway, error) {
-	port, err := FreePort()
-	if err != nil {
-		return nil, err
+	port := opt.Port
+	if port == 0 {
+		p, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		port = p
 	}
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	host := opt.LogHost

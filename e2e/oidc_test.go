@@ -1,0 +1,183 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/cookiejar"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestOIDC checks the real provider the suite signs in with, then signs in
+// to the gateway through it (authorization code + PKCE with the provider's
+// development login form) and uses a client_credentials JWT as a bearer.
+func TestOIDC(t *testing.T) {
+	s := newSuite(t)
+	ctx := ctxFor(t, 5*time.Minute)
+	dir := filepath.Join(s.outDir, "oidc")
+	const secret = "e2e-client-secret-not-secret"
+	op, err := StartOIDC(ctx, s.root, dir, secret, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = op.Stop() })
+
+	t.Run("discovery", func(t *testing.T) {
+		var disc struct {
+			Issuer  string   `json:"issuer"`
+			Methods []string `json:"code_challenge_methods_supported"`
+		}
+		getJSON(t, op.Issuer+"/.well-known/openid-configuration", &disc)
+		if disc.Issuer != op.Issuer {
+			t.Errorf("issuer = %q; want %q", disc.Issuer, op.Issuer)
+		}
+		if strings.Join(disc.Methods, ",") != "S256" {
+			t.Errorf("code_challenge_methods_supported = %v; want [S256]", disc.Methods)
+		}
+	})
+
+	t.Run("client_credentials JWT", func(t *testing.T) {
+		tok, err := op.ClientCredentialsToken(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		claims := jwtClaims(t, tok)
+		for k, want := range map[string]any{"aud": "sparkgate", "iss": op.Issuer, "preferred_username": "svc-reporter"} {
+			if claims[k] != want {
+				t.Errorf("claim %s = %v; want %v", k, claims[k], want)
+			}
+		}
+		if g, _ := json.Marshal(claims["groups"]); string(g) != `["analysts"]` {
+			t.Errorf("claim groups = %s; want [\"analysts\"]", g)
+		}
+	})
+}
+
+// TestOIDCGateway signs in to the gateway through the real provider.
+func TestOIDCGateway(t *testing.T) {
+	s := newSuite(t)
+	if s.gwBin == "" {
+		t.Skip("SPARKGATE_E2E_NO_GATEWAY is set")
+	}
+	ctx := ctxFor(t, 5*time.Minute)
+	dir := filepath.Join(s.outDir, "oidc-gateway")
+	if err := mkdir(dir); err != nil {
+		t.Fatal(err)
+	}
+	const secret = "e2e-client-secret-not-secret"
+	gwPort, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gwURL := fmt.Sprintf("http://127.0.0.1:%d", gwPort)
+	op, err := StartOIDC(ctx, s.root, dir, secret, []string{gwURL + "/oauth2/callback"}, []string{gwURL + "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = op.Stop() })
+	gw, err := StartGateway(ctx, s.gwBin, dir, GatewayOptions{
+		Port:     gwPort,
+		LogGlobs: []string{filepath.Join(dir, "no-drivers", "*.log")},
+		Auth: map[string]any{
+			"mode": "oidc",
+			"oidc": map[string]any{
+				"issuer": op.Issuer, "client_id": "sparkgate",
+				"audiences": []string{"sparkgate"},
+			},
+			"session": map[string]any{"keys": []string{base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))}},
+		},
+		Env: []string{"SPARKGATE_OIDC_CLIENT_SECRET=" + secret},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gw.Stop)
+
+	t.Run("not signed in", func(t *testing.T) {
+		resp, err := NoRedirectClient(nil).Get(gw.URL + "/api/v1/applications")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode < 300 || resp.StatusCode == http.StatusOK {
+			t.Errorf("GET /api/v1/applications without a session = %d; want a refusal or a redirect to sign in", resp.StatusCode)
+		}
+	})
+
+	t.Run("code flow as alice", func(t *testing.T) {
+		jar, _ := cookiejar.New(nil)
+		c := &http.Client{Jar: jar, Timeout: 60 * time.Second}
+		final, body, err := BrowserlessLogin(ctx, c, gw.URL+"/", "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(final.String(), gw.URL+"/") {
+			t.Fatalf("login ended at %s; want the gateway (page: %.300s)", final, body)
+		}
+		if _, err := gw.Apps(ctx, c); err != nil {
+			t.Errorf("app list after sign-in: %v", err)
+		}
+	})
+
+	t.Run("bearer JWT", func(t *testing.T) {
+		tok, err := op.ClientCredentialsToken(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &http.Client{Timeout: 30 * time.Second, Transport: bearer{tok}}
+		if _, err := gw.Apps(ctx, c); err != nil {
+			t.Errorf("app list with a bearer JWT: %v", err)
+		}
+		bad := &http.Client{Timeout: 30 * time.Second, Transport: bearer{tok[:len(tok)-4] + "AAAA"}}
+		if _, err := gw.Apps(ctx, bad); err == nil {
+			t.Errorf("app list with a forged bearer JWT succeeded; want a refusal")
+		}
+	})
+}
+
+type bearer struct{ tok string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.tok)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("decoding %s: %v", url, err)
+	}
+}
+
+func jwtClaims(t *testing.T, tok string) map[string]any {
+	t.Helper()
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		t.Fatalf("token has %d parts; want a JWT", len(parts))
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatalf("decoding JWT payload: %v", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("parsing JWT payload: %v", err)
+	}
+	return m
+}
