@@ -142,6 +142,8 @@ func (u *upstreams) newReverseProxy(t *upstreamTarget) *httputil.ReverseProxy {
 			}
 		},
 		Transport:      u.transport,
+		// Reuse copy buffers: without a pool every response allocates 32 KiB.
+		BufferPool: bufferPool{},
 		ModifyResponse: modifyResponse,
 		ErrorHandler:   s.proxyError,
 		ErrorLog:       zap.NewStdLog(s.log.Named("reverseproxy")),
@@ -209,6 +211,12 @@ type strippedBody struct {
 }
 
 var chunkPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// bufferPool lends the reverse proxy its copy buffers from chunkPool.
+type bufferPool struct{}
+
+func (bufferPool) Get() []byte  { return *chunkPool.Get().(*[]byte) }
+func (bufferPool) Put(b []byte) { chunkPool.Put(&b) }
 
 func newStrippedBody(src io.ReadCloser) *strippedBody {
 	b := &strippedBody{src: src, chunk: chunkPool.Get().(*[]byte)}
