@@ -28,6 +28,7 @@ var identityHeaders = []string{
 // StripRequest removes from an outbound request everything the client must
 // not pass to Spark: identity and forwarding headers (every X-Forwarded-*,
 // Forwarded, X-Real-IP, X-Remote-User, Remote-User, every X-Auth-Request-*,
+// X-Client-IP, True-Client-IP, CF-Connecting-IP,
 // Authorization, Proxy-Authorization, and any header named in Connection),
 // gateway cookies (names starting with CookiePrefix; other cookies are kept),
 // and the doAs query parameter in any case. It mutates h and returns the
@@ -48,7 +49,7 @@ func StripRequest(h http.Header, rawQuery string) (cleanQuery string) {
 	}
 	for name := range h {
 		upper := strings.ToUpper(name)
-		if strings.HasPrefix(upper, "X-FORWARDED-") || strings.HasPrefix(upper, "X-AUTH-REQUEST-") {
+		if strings.HasPrefix(upper, "X-FORWARDED") || strings.HasPrefix(upper, "X-AUTH-REQUEST") {
 			delete(h, name)
 		}
 	}
@@ -85,6 +86,8 @@ func stripCookies(h http.Header) {
 
 // stripDoAs removes every doAs parameter (any case, also percent-encoded
 // spellings of the name) from a raw query, keeping the other pairs as sent.
+// Both '&' and ';' count as separators (older servlet containers split on
+// ';').
 func stripDoAs(rawQuery string) string {
 	if rawQuery == "" {
 		return ""
@@ -92,8 +95,19 @@ func stripDoAs(rawQuery string) string {
 	parts := strings.Split(rawQuery, "&")
 	kept := parts[:0]
 	for _, p := range parts {
-		key, _, _ := strings.Cut(p, "=")
-		if isDoAs(key) {
+		if strings.Contains(p, ";") {
+			subs := strings.Split(p, ";")
+			keptSubs := subs[:0]
+			for _, sub := range subs {
+				if key, _, _ := strings.Cut(sub, "="); !isDoAs(key) {
+					keptSubs = append(keptSubs, sub)
+				}
+			}
+			if len(keptSubs) == 0 {
+				continue
+			}
+			p = strings.Join(keptSubs, ";")
+		} else if key, _, _ := strings.Cut(p, "="); isDoAs(key) {
 			continue
 		}
 		kept = append(kept, p)

@@ -16,31 +16,51 @@ import (
 //   - a path that already starts with prefix (drivers launched with
 //     spark.ui.proxyBase) is not prefixed again;
 //   - query and fragment are kept;
-//   - a Location to another host is returned unchanged: it is not the
-//     upstream, so the gateway would not serve it anyway, and the browser's
+//   - a Location to another host is returned unchanged (a scheme-relative
+//     one gets the upstream's scheme): it is not the upstream, so rewriting
+//     it under prefix would point at the wrong server; the browser's
 //     cross-origin navigation carries no gateway credentials;
+//   - an unparsable Location becomes "<prefix>/";
 //   - a relative Location ("jobs/") is returned unchanged: the browser
 //     resolves it against the public URL, which is already under prefix.
 //
 // The result never starts with "//" (which a browser would read as a host).
 func RewriteLocation(loc string, upstream *url.URL, prefix string) string {
+	prefix = strings.TrimSuffix(prefix, "/")
 	u, err := url.Parse(loc)
 	if err != nil {
-		return loc
+		// Unparsable (control characters, broken hosts): the browser would
+		// guess; send it to the top of the app instead.
+		return prefix + "/"
 	}
-	if u.Scheme != "" || u.Host != "" {
+	switch {
+	case u.Opaque != "":
+		return loc
+	case u.Host != "":
 		if upstream == nil || !sameHost(u, upstream) {
+			if u.Scheme == "" {
+				// Scheme-relative to another host: spell the scheme out so
+				// the result does not start with "//".
+				scheme := "http"
+				if upstream != nil && upstream.Scheme != "" {
+					scheme = upstream.Scheme
+				}
+				return scheme + ":" + loc
+			}
 			return loc
 		}
-	} else if !strings.HasPrefix(u.Path, "/") {
+	case u.Scheme != "" && !strings.EqualFold(u.Scheme, "http") && !strings.EqualFold(u.Scheme, "https"):
+		return loc
+	case u.Scheme == "" && !strings.HasPrefix(u.Path, "/"):
+		// Relative ("jobs/", "?x"): resolved by the browser against the
+		// public URL, which is already under prefix.
 		return loc
 	}
-	prefix = strings.TrimSuffix(prefix, "/")
 	path := u.EscapedPath()
 	if path == "" {
 		path = "/"
 	}
-	if !(prefix != "" && (path == prefix || strings.HasPrefix(path, prefix+"/"))) {
+	if prefix == "" || (path != prefix && !strings.HasPrefix(path, prefix+"/")) {
 		path = prefix + path
 	}
 	// Collapse leading slashes: "//evil.example/x" must not leave as a
