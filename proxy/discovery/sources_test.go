@@ -1,0 +1,230 @@
+package discovery
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func keys(cs []candidate) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.key())
+	}
+	return out
+}
+
+func mustURL(t *testing.T, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func TestMasterSource(t *testing.T) {
+	t.Parallel()
+	// Shapes from JsonProtocol.writeMasterState and ApplicationPage (3.5).
+	mux := http.NewServeMux()
+	mux.HandleFunc("/json", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"url":"spark://m:7077","workers":[],"aliveworkers":1,"cores":4,"coresused":1,
+ "activeapps":[{"id":"app-20240501123456-0000","starttime":1,"name":"a","cores":1,"user":"alice","state":"RUNNING","duration":5},
+               {"id":"app-20240501123456-0001","starttime":2,"name":"b","cores":1,"user":"bob","state":"RUNNING","duration":5}],
+ "completedapps":[{"id":"app-20240501000000-0009","name":"old"}],"activedrivers":[],"completeddrivers":[],"status":"ALIVE"}`)
+	})
+	mux.HandleFunc("/app/", func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Query().Get("appId") {
+		case "app-20240501123456-0000":
+			fmt.Fprint(w, `<html><body><ul><li><strong>ID:</strong> app-20240501123456-0000</li>
+<li><strong>Name:</strong> a</li>
+<li><strong>
+  <a href="http://10.1.2.3:4040">Application Detail UI</a>
+</strong></li></ul></body></html>`)
+		case "app-20240501123456-0001": // reverse-proxy mode: relative link
+			fmt.Fprint(w, `<li><strong><a href="/proxy/app-20240501123456-0001/">Application Detail UI</a></strong></li>`)
+		default:
+			http.Error(w, "No running application with ID", 404)
+		}
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	m := newMasterSource(mustURL(t, srv.URL), newClient(nil))
+	got, err := m.candidates(context.Background())
+	if err != nil {
+		t.Fatalf("candidates() error = %v", err)
+	}
+	want := []string{"http://10.1.2.3:4040", srv.URL + "/proxy/app-20240501123456-0001"}
+	if diff := cmp.Diff(want, keys(got)); diff != "" {
+		t.Errorf("candidates() (-want +got):\n%s", diff)
+	}
+}
+
+func TestYARNSource(t *testing.T) {
+	t.Parallel()
+	var gotQuery string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotQuery = r.URL.RawQuery
+		if r.URL.Path != "/ws/v1/cluster/apps" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprint(w, `{"apps":{"app":[
+ {"id":"application_1714550000000_0001","user":"alice","name":"a","queue":"default","state":"RUNNING","finalStatus":"UNDEFINED",
+  "trackingUI":"ApplicationMaster","trackingUrl":"http://rm:8088/proxy/application_1714550000000_0001/","amHostHttpAddress":"nm1:8042"},
+ {"id":"application_1714550000000_0002","state":"RUNNING","trackingUI":"UNASSIGNED"},
+ {"id":"application_1714550000000_0003","state":"ACCEPTED","trackingUI":"UNASSIGNED","trackingUrl":"http://rm:8088/proxy/application_1714550000000_0003/"}]}}`)
+	}))
+	defer srv.Close()
+	y := &yarnSource{base: mustURL(t, srv.URL), c: newClient(nil)}
+	got, err := y.candidates(context.Background())
+	if err != nil {
+		t.Fatalf("candidates() error = %v", err)
+	}
+	if gotQuery != "states=RUNNING" {
+		t.Errorf("query = %q; want states=RUNNING", gotQuery)
+	}
+	if want := []string{"http://rm:8088/proxy/application_1714550000000_0001"}; !cmp.Equal(keys(got), want) || !got[0].yarn {
+		t.Errorf("candidates() = %v; want %v marked yarn", keys(got), want)
+	}
+	// No running apps: {"apps":null}.
+	empty := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"apps":null}`) }))
+	defer empty.Close()
+	y = &yarnSource{base: mustURL(t, empty.URL), c: newClient(nil)}
+	if got, err := y.candidates(context.Background()); err != nil || len(got) != 0 {
+		t.Errorf("candidates() on {apps:null} = %v, %v; want none", keys(got), err)
+	}
+}
+
+func TestKubernetesSource(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	os.WriteFile(tokenFile, []byte("tok-1\n"), 0o600)
+	var auth, path, selector string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth, path, selector = r.Header.Get("Authorization"), r.URL.Path, r.URL.Query().Get("labelSelector")
+		fmt.Fprint(w, `{"kind":"PodList","apiVersion":"v1","items":[
+ {"metadata":{"name":"pi-driver","namespace":"spark","labels":{"spark-role":"driver","spark-app-selector":"spark-0123456789abcdef0123456789abcdef"}},
+  "spec":{"containers":[{"name":"spark-kubernetes-driver","ports":[{"name":"driver-rpc-port","containerPort":7078},{"name":"blockmanager","containerPort":7079},{"name":"spark-ui","containerPort":4040}]}]},
+  "status":{"phase":"Running","podIP":"10.244.0.7"}},
+ {"metadata":{"name":"pending-driver","namespace":"spark"},"spec":{"containers":[{"ports":[{"name":"spark-ui","containerPort":4040}]}]},"status":{"phase":"Pending"}},
+ {"metadata":{"name":"noui-driver","namespace":"spark"},"spec":{"containers":[{"ports":[]}]},"status":{"phase":"Running","podIP":"10.244.0.8"}}]}`)
+	}))
+	defer srv.Close()
+	k, err := newKubeSource(KubernetesSource{APIServer: srv.URL, TokenFile: tokenFile, CAFile: filepath.Join(dir, "missing-ca"), Namespaces: []string{"spark"}, LabelSelector: "spark-role=driver"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := k.candidates(context.Background())
+	if err != nil {
+		t.Fatalf("candidates() error = %v", err)
+	}
+	if want := []string{"http://10.244.0.7:4040"}; !cmp.Equal(keys(got), want) {
+		t.Errorf("candidates() = %v; want %v", keys(got), want)
+	}
+	if auth != "Bearer tok-1" || path != "/api/v1/namespaces/spark/pods" || selector != "spark-role=driver" {
+		t.Errorf("request: auth %q path %q selector %q", auth, path, selector)
+	}
+	os.WriteFile(tokenFile, []byte("tok-2"), 0o600) // rotated by the kubelet
+	k.candidates(context.Background())
+	if auth != "Bearer tok-2" {
+		t.Errorf("after rotation Authorization = %q; want Bearer tok-2", auth)
+	}
+}
+
+func TestProbeSource(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	open := l.Addr().(*net.TCPAddr).Port
+	closedL, _ := net.Listen("tcp", "127.0.0.1:0")
+	closed := closedL.Addr().(*net.TCPAddr).Port
+	closedL.Close()
+	p, err := newProbeSource([]ProbeSource{{Hosts: []string{"127.0.0.1"}, Ports: strconv.Itoa(open) + "," + strconv.Itoa(closed)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.candidates(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"http://127.0.0.1:" + strconv.Itoa(open)}; !cmp.Equal(keys(got), want) {
+		t.Errorf("candidates() = %v; want %v", keys(got), want)
+	}
+}
+
+func TestHistorySource(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	envHits := map[string]int{}
+	lastUpdated := 100
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/v1/applications":
+			fmt.Fprintf(w, `[ {"id":"application_1_0001","name":"yarn app","attempts":[
+   {"attemptId":"1","startTimeEpoch":10,"endTimeEpoch":20,"lastUpdatedEpoch":20,"sparkUser":"alice","completed":true,"appSparkVersion":"3.5.0"},
+   {"attemptId":"2","startTimeEpoch":30,"endTimeEpoch":40,"lastUpdatedEpoch":40,"sparkUser":"alice","completed":true,"appSparkVersion":"3.5.0"}]},
+ {"id":"local-1","name":"running","attempts":[{"startTimeEpoch":50,"endTimeEpoch":-1,"lastUpdatedEpoch":%d,"sparkUser":"bob","completed":false,"appSparkVersion":"4.0.0"}]}]`, lastUpdated)
+		default:
+			mu.Lock()
+			envHits[r.URL.Path]++
+			mu.Unlock()
+			fmt.Fprint(w, `{"sparkProperties":[["spark.acls.enable","true"],["spark.admin.acls","carol"]],"systemProperties":[]}`)
+		}
+	}))
+	defer srv.Close()
+	h, err := newHistorySource(HistorySource{Name: "hs", URL: srv.URL, ACLsEnable: true, AdminACLs: []string{"ops"}}, newClient(nil), DefaultInterval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apps, err := h.poll(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(apps) != 2 {
+		t.Fatalf("poll() = %d apps; want 2", len(apps))
+	}
+	y := apps[0]
+	if !cmp.Equal(y.Ref.Attempts, []string{"2", "1"}) || y.AttemptID != "2" || !y.Ref.Completed || y.Ref.Server != "hs" || !y.Ref.ACLsEnable {
+		t.Errorf("yarn app ref = %+v; want attempts [2 1], completed, server hs", y.Ref)
+	}
+	if y.Ref.ACLProps["spark.admin.acls"] != "carol" {
+		t.Errorf("ACLProps = %v; want spark.admin.acls=carol", y.Ref.ACLProps)
+	}
+	if !cmp.Equal(apps[1].Ref.Attempts, []string{""}) || apps[1].Ref.Completed {
+		t.Errorf("running app ref = %+v", apps[1].Ref)
+	}
+	h.poll(context.Background())
+	lastUpdated = 200
+	h.poll(context.Background())
+	want := map[string]int{
+		"/api/v1/applications/application_1_0001/2/environment": 1, // completed: once
+		"/api/v1/applications/local-1/environment":              2, // incomplete: again when lastUpdated moved
+	}
+	if diff := cmp.Diff(want, envHits); diff != "" {
+		t.Errorf("environment fetches (-want +got):\n%s", diff)
+	}
+}
