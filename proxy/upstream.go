@@ -141,9 +141,9 @@ func (u *upstreams) newReverseProxy(t *upstreamTarget) *httputil.ReverseProxy {
 				pr.Out.Header.Set("X-Forwarded-Context", st.xfc)
 			}
 		},
-		Transport:      u.transport,
+		Transport: u.transport,
 		// Reuse copy buffers: without a pool every response allocates 32 KiB.
-		BufferPool: bufferPool{},
+		BufferPool:     bufferPool{},
 		ModifyResponse: modifyResponse,
 		ErrorHandler:   s.proxyError,
 		ErrorLog:       zap.NewStdLog(s.log.Named("reverseproxy")),
