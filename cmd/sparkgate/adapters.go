@@ -1,0 +1,65 @@
+package main
+
+import (
+	"net/http"
+
+	"github.com/sparkgate/sparkgate/auth"
+	"github.com/sparkgate/sparkgate/policy"
+	"github.com/sparkgate/sparkgate/proxy"
+	"github.com/sparkgate/sparkgate/proxy/discovery"
+)
+
+// authnAdapter lets the proxy use auth without importing it.
+type authnAdapter struct{ a *auth.Authenticator }
+
+var _ proxy.Authenticator = authnAdapter{}
+
+func (x authnAdapter) Authenticate(r *http.Request) (proxy.Identity, bool, error) {
+	id, ok, err := x.a.Authenticate(r)
+	if err != nil || !ok {
+		return proxy.Identity{}, ok, err
+	}
+	return proxy.Identity{User: id.User, Groups: id.Groups, Method: id.Method}, true, nil
+}
+
+func (x authnAdapter) Challenge(w http.ResponseWriter, r *http.Request) { x.a.Challenge(w, r) }
+
+// authorizer judges proxy requests with Spark's ACL model from policy.
+type authorizer struct {
+	c       *policy.Cached
+	history map[string]policy.HistoryRules
+}
+
+var _ proxy.Authorizer = (*authorizer)(nil)
+
+func newAuthorizer(cfg policy.Config, history map[string]policy.HistoryRules) *authorizer {
+	return &authorizer{c: policy.NewCached(policy.New(cfg), cfg.CacheSize, cfg.CacheTTL), history: history}
+}
+
+// unknownACL stands for an app whose environment could not be read: judged
+// as if ACLs were on with empty lists, so only its owner and admins get in.
+// Failing open here would hand a private app to everyone.
+var unknownACL = map[string]string{"spark.acls.enable": "true"}
+
+func (z *authorizer) Authorize(id proxy.Identity, app *discovery.App, hist *discovery.HistoryRef, action proxy.Action) proxy.Verdict {
+	sub := policy.Subject{User: id.User, Groups: id.Groups}
+	act := policy.View
+	if action == proxy.Modify {
+		act = policy.Modify
+	}
+	var d policy.Decision
+	if hist == nil {
+		props := app.ACLProps
+		if props == nil {
+			props = unknownACL
+		}
+		d = z.c.DecideLive(sub, props, app.User, act)
+	} else {
+		props := hist.ACLProps
+		if props == nil {
+			props = unknownACL
+		}
+		d = z.c.DecideHistory(sub, z.history[hist.Server], props, app.User, act)
+	}
+	return proxy.Verdict{Allow: d.Allow, Reasons: d.Reasons, Grant: d.Grant}
+}

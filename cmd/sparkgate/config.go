@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/sparkgate/sparkgate/auth"
+	"github.com/sparkgate/sparkgate/policy"
+	"github.com/sparkgate/sparkgate/proxy"
+	"github.com/sparkgate/sparkgate/proxy/discovery"
+)
+
+// Config is the whole gateway configuration: one YAML file, with secrets
+// taken from the environment (see auth.Config). Defaults live in SetDefaults.
+type Config struct {
+	// Listen is the address the gateway serves on. Default "127.0.0.1:8080":
+	// loopback, so that a gateway started without a config exposes nothing.
+	Listen string `yaml:"listen"`
+	// PublicURL is the URL users reach the gateway at; it builds the OIDC
+	// redirect URL and decides whether cookies are Secure. Default
+	// "http://<listen>" (or https when TLS is set).
+	PublicURL string `yaml:"public_url"`
+	// TLS, when both files are set, makes the gateway serve HTTPS itself.
+	TLS TLSConfig `yaml:"tls"`
+	// Log selects the log format and level.
+	Log LogConfig `yaml:"log"`
+
+	Auth      auth.Config      `yaml:"auth"`
+	Policy    policy.Config    `yaml:"policy"`
+	Proxy     proxy.Config     `yaml:"proxy"`
+	Discovery discovery.Config `yaml:"discovery"`
+}
+
+// TLSConfig names a certificate and key in PEM files.
+type TLSConfig struct {
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+}
+
+// LogConfig selects zap's encoder and level.
+type LogConfig struct {
+	// Format is "console" (default, for people) or "json" (for collectors).
+	Format string `yaml:"format"`
+	// Level is debug, info (default), warn or error.
+	Level string `yaml:"level"`
+}
+
+// defaultConfig is what sparkgate runs with when no file is given: the safe
+// local mode (loopback, one-time login token, this machine's drivers).
+func defaultConfig() Config {
+	c := Config{Discovery: discovery.LocalDefaults()}
+	c.SetDefaults()
+	return c
+}
+
+// SetDefaults fills every unset field with its documented default.
+func (c *Config) SetDefaults() {
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:8080"
+	}
+	if c.PublicURL == "" {
+		scheme := "http"
+		if c.TLS.CertFile != "" {
+			scheme = "https"
+		}
+		c.PublicURL = scheme + "://" + c.Listen
+	}
+	c.PublicURL = strings.TrimSuffix(c.PublicURL, "/")
+	if c.Log.Format == "" {
+		c.Log.Format = "console"
+	}
+	if c.Log.Level == "" {
+		c.Log.Level = "info"
+	}
+	c.Auth.SetDefaults()
+	c.Policy.SetDefaults()
+	c.Proxy.SetDefaults()
+	c.Discovery.SetDefaults()
+}
+
+// Validate reports every problem at once; each error names its key.
+func (c *Config) Validate() []error {
+	var errs []error
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		errs = append(errs, fmt.Errorf("listen: %q is not host:port", c.Listen))
+	}
+	if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("public_url: %q is not an http(s) URL", c.PublicURL))
+	} else if u.Path != "" {
+		errs = append(errs, fmt.Errorf("public_url: %q: serving under a path prefix is not supported; use a host of its own", c.PublicURL))
+	}
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		errs = append(errs, errors.New("tls: cert_file and key_file must be set together"))
+	}
+	switch c.Log.Format {
+	case "console", "json":
+	default:
+		errs = append(errs, fmt.Errorf("log.format: %q is not console or json", c.Log.Format))
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("log.level: %q is not debug, info, warn or error", c.Log.Level))
+	}
+	errs = append(errs, c.Auth.Validate()...)
+	errs = append(errs, c.Policy.Validate()...)
+	errs = append(errs, c.Proxy.Validate()...)
+	errs = append(errs, c.Discovery.Validate()...)
+	return errs
+}
+
+// loadConfig reads path (or returns the local default when path is empty),
+// refusing unknown keys so that a typo is an error, not a silent default.
+func loadConfig(path string) (Config, error) {
+	if path == "" {
+		return defaultConfig(), nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("reading config: %w", err)
+	}
+	var c Config
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, fmt.Errorf("parsing %s: %w", path, err)
+	}
+	c.SetDefaults()
+	return c, nil
+}

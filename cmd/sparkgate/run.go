@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/sparkgate/sparkgate/auth"
+	"github.com/sparkgate/sparkgate/policy"
+	"github.com/sparkgate/sparkgate/proxy"
+	"github.com/sparkgate/sparkgate/proxy/discovery"
+)
+
+// run wires the parts together and serves until ctx is done.
+func run(ctx context.Context, cfg Config) error {
+	logger, err := newLogger(cfg.Log)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = logger.Sync() }()
+
+	authn, err := auth.New(ctx, cfg.Auth, cfg.PublicURL, logger.Named("auth"))
+	if err != nil {
+		return fmt.Errorf("starting auth: %w", err)
+	}
+
+	reg := discovery.NewRegistry()
+	disc := discovery.New(cfg.Discovery, reg, logger.Named("discovery"))
+
+	historyURLs := make(map[string]*url.URL, len(cfg.Discovery.History))
+	historyRules := make(map[string]policy.HistoryRules, len(cfg.Discovery.History))
+	for _, h := range cfg.Discovery.History {
+		u, err := url.Parse(h.URL)
+		if err != nil {
+			return fmt.Errorf("discovery.history %s: %w", h.Name, err)
+		}
+		historyURLs[h.Name] = u
+		historyRules[h.Name] = policy.HistoryRules{
+			Name: h.Name, Enabled: h.ACLsEnable, Admins: h.AdminACLs, AdminGroups: h.AdminACLsGroups,
+		}
+	}
+
+	srv, err := proxy.New(proxy.Options{
+		Config:         cfg.Proxy,
+		Registry:       reg,
+		Authn:          authnAdapter{authn},
+		Authz:          newAuthorizer(cfg.Policy, historyRules),
+		HistoryServers: historyURLs,
+		Ready:          disc.Ready,
+		Suspect:        disc.Suspect,
+		Logger:         logger.Named("proxy"),
+		Audit:          logger.Named("audit"),
+	})
+	if err != nil {
+		return fmt.Errorf("starting proxy: %w", err)
+	}
+
+	// Not an http.ServeMux: it cleans paths and redirects ("//" -> "/")
+	// before the proxy sees them, and the kill guard must judge the path the
+	// client sent, refusing ambiguous spellings with 400 rather than
+	// rewriting them.
+	authHandler := authn.Handler()
+	mux := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/oauth2/") {
+			authHandler.ServeHTTP(w, r)
+			return
+		}
+		srv.ServeHTTP(w, r)
+	})
+
+	hs := &http.Server{
+		Addr:    cfg.Listen,
+		Handler: proxy.Middleware(mux, logger.Named("access")),
+		// Headers must arrive promptly: slow-header clients hold a goroutine each.
+		ReadHeaderTimeout: 10 * time.Second,
+		// Spark UI requests have no bodies worth waiting for.
+		ReadTimeout: 30 * time.Second,
+		// No WriteTimeout: Spark pages and event-log downloads stream for as
+		// long as they take; upstream timeouts bound the waiting instead.
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       zap.NewStdLog(logger.Named("http")),
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
+	}
+
+	discCtx, cancelDisc := context.WithCancel(ctx)
+	defer cancelDisc()
+	discDone := make(chan error, 1)
+	go func() { discDone <- disc.Run(discCtx) }()
+
+	serveErr := make(chan error, 1)
+	go func() {
+		if cfg.TLS.CertFile != "" {
+			serveErr <- hs.ServeTLS(ln, cfg.TLS.CertFile, cfg.TLS.KeyFile)
+			return
+		}
+		serveErr <- hs.Serve(ln)
+	}()
+	logger.Info("sparkgate started", zap.String("listen", ln.Addr().String()),
+		zap.String("public_url", cfg.PublicURL), zap.String("auth_mode", cfg.Auth.Mode), zap.String("version", version))
+	if u := authn.LocalLoginURL(); u != "" {
+		// Printed, not logged: like Jupyter, the person who started the
+		// gateway opens this URL once; it is the only way in.
+		fmt.Fprintf(os.Stderr, "\n    sparkgate is running in local mode. Open this URL to sign in:\n\n        %s\n\n", u)
+	}
+
+	select {
+	case err := <-serveErr:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("serving: %w", err)
+		}
+	case <-ctx.Done():
+		logger.Info("shutting down")
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(shutdownCtx); err != nil {
+		logger.Warn("graceful shutdown incomplete", zap.Error(err))
+	}
+	cancelDisc()
+	if err := <-discDone; err != nil && !errors.Is(err, context.Canceled) {
+		logger.Warn("discovery stopped with an error", zap.Error(err))
+	}
+	return nil
+}
+
+func newLogger(c LogConfig) (*zap.Logger, error) {
+	var zc zap.Config
+	if c.Format == "json" {
+		zc = zap.NewProductionConfig()
+	} else {
+		zc = zap.NewDevelopmentConfig()
+		zc.Development = false
+		zc.DisableStacktrace = true
+		zc.EncoderConfig.EncodeLevel = zapcore.CapitalLevelEncoder
+	}
+	lvl, err := zapcore.ParseLevel(c.Level)
+	if err != nil {
+		return nil, fmt.Errorf("log.level: %w", err)
+	}
+	zc.Level = zap.NewAtomicLevelAt(lvl)
+	zc.Sampling = nil
+	return zc.Build()
+}
