@@ -562,3 +562,62 @@ func TestDiscoveryFailure(t *testing.T) {
 	var ue *url.Error
 	_ = errors.As(err, &ue)
 }
+
+func TestConcurrentRequestsRefreshOnce(t *testing.T) {
+	e := newFlowEnv(t, nil)
+	c := newBrowser(t, true)
+	e.signIn(t, c, "/")
+	cookies := c.Jar.Cookies(mustURL(t, e.gw.srv.URL+"/"))
+	e.clock.Advance(10 * time.Minute)
+	const n = 8
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			r := httptest.NewRequest(http.MethodGet, "/p", nil)
+			for _, ck := range cookies {
+				r.AddCookie(ck)
+			}
+			_, ok, err := e.auth.Authenticate(r)
+			if err == nil && !ok {
+				err = errors.New("not signed in")
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Errorf("Authenticate during refresh: %v", err)
+		}
+	}
+	if _, _, refresh := e.idp.counts(); refresh != 1 {
+		t.Errorf("refresh grants = %d; want 1 for %d concurrent requests", refresh, n)
+	}
+}
+
+func TestLoginCookiesAreCapped(t *testing.T) {
+	e := newFlowEnv(t, nil)
+	c := newBrowser(t, false)
+	for range maxLoginCookies + 3 {
+		e.startLogin(t, c, "/p")
+	}
+	n := 0
+	for _, ck := range c.Jar.Cookies(mustURL(t, e.gw.srv.URL+"/oauth2/")) {
+		if strings.HasPrefix(ck.Name, loginCookiePrefix) {
+			n++
+		}
+	}
+	if n > maxLoginCookies {
+		t.Errorf("pending login cookies = %d; want at most %d", n, maxLoginCookies)
+	}
+}
+
+func TestCallbackProviderError(t *testing.T) {
+	e := newFlowEnv(t, nil)
+	c := newBrowser(t, false)
+	auth := e.startLogin(t, c, "/p")
+	state := mustURL(t, auth).Query().Get("state")
+	resp, body := get(t, c, e.gw.srv.URL+"/oauth2/callback?"+url.Values{"state": {state}, "error": {"<script>x</script>"}}.Encode())
+	if resp.StatusCode != http.StatusForbidden || strings.Contains(body, "<script>") {
+		t.Errorf("callback with provider error = %d %q; want 403 without the raw error", resp.StatusCode, body)
+	}
+}

@@ -37,6 +37,9 @@ func (a *Authenticator) serveCallback(w http.ResponseWriter, r *http.Request) er
 		return newHTTPError(http.StatusBadRequest, "This sign-in has expired or was started in another browser.", errors.New("state mismatch or expired"))
 	}
 	if e := q.Get("error"); e != "" {
+		if !isErrorCode(e) {
+			e = "unknown error"
+		}
 		return newHTTPError(http.StatusForbidden, "The identity provider refused the sign-in: "+e+".", nil)
 	}
 	code := q.Get("code")
@@ -74,4 +77,18 @@ func (a *Authenticator) serveCallback(w http.ResponseWriter, r *http.Request) er
 	}
 	http.Redirect(w, r, rd, http.StatusFound)
 	return nil
+}
+
+// isErrorCode accepts OAuth error codes (RFC 6749 section 5.2 uses a small
+// character set), so that nothing else from the query reaches the page.
+func isErrorCode(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, c := range s {
+		if (c < 'a' || c > 'z') && c != '_' {
+			return false
+		}
+	}
+	return true
 }
