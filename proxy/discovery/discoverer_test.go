@@ -1,0 +1,157 @@
+package discovery
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+)
+
+// waitFor polls the registry until cond holds; the deadline only bounds a
+// failing test, nothing is asserted about time.
+func waitFor(t *testing.T, reg *Registry, what string, cond func(*Snapshot) bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if cond(reg.Load()) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var ids []string
+	for _, a := range reg.Load().Apps() {
+		ids = append(ids, fmt.Sprintf("%s(%s)", a.ID, a.State))
+	}
+	t.Fatalf("timed out waiting for %s; registry: %v", what, ids)
+}
+
+func startDiscoverer(t *testing.T, cfg Config) (*Discoverer, *Registry) {
+	t.Helper()
+	reg := NewRegistry()
+	if cfg.Interval == 0 {
+		cfg.Interval = Duration(100 * time.Millisecond)
+	}
+	d := New(cfg, reg, zaptest.NewLogger(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run() = %v; want nil after cancel", err)
+		}
+	})
+	return d, reg
+}
+
+func live(id string) func(*Snapshot) bool {
+	return func(s *Snapshot) bool { a, ok := s.Lookup(id); return ok && a.Live() }
+}
+
+func ended(id string) func(*Snapshot) bool {
+	return func(s *Snapshot) bool { a, ok := s.Lookup(id); return ok && a.State == Ended && !a.Live() }
+}
+
+func TestDiscovererStaticLivenessAndPortReuse(t *testing.T) {
+	t.Parallel()
+	drv := newFakeDriver(t, "local-1")
+	d, reg := startDiscoverer(t, Config{Static: []string{drv.srv.URL}})
+	waitFor(t, reg, "local-1 live", live("local-1"))
+	a, _ := reg.Lookup("local-1")
+	if a.User != "alice" || a.Name != "demo" || a.SparkVersion != "3.5.9" || a.ACLProps["spark.ui.view.acls"] != "alice,bob" || a.Source != "static" || a.UIURL.String() != drv.srv.URL {
+		t.Errorf("app = %+v", a)
+	}
+	waitFor(t, reg, "ready", func(*Snapshot) bool { return d.Ready() })
+
+	// Another driver now answers at the same URL: the old app ends, the
+	// new one is added.
+	drv.setID("local-2")
+	waitFor(t, reg, "local-2 live", live("local-2"))
+	waitFor(t, reg, "local-1 ended", ended("local-1"))
+
+	// The driver goes away; Suspect ends it at the first refusal.
+	drv.srv.Close()
+	d.Suspect("local-2")
+	waitFor(t, reg, "local-2 ended", ended("local-2"))
+	a, _ = reg.Lookup("local-2")
+	if a.UIURL == nil || a.EndTime.IsZero() {
+		t.Errorf("ended app = %+v; want UIURL kept and EndTime set", a)
+	}
+}
+
+func TestDiscovererLogLineTriggersVerification(t *testing.T) {
+	t.Parallel()
+	drv := newFakeDriver(t, "local-7")
+	drv.starting = 2
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "driver.log")
+	// Long interval: only the log line can make the app appear quickly.
+	_, reg := startDiscoverer(t, Config{
+		Interval: Duration(time.Hour),
+		Logs:     []LogSource{{Paths: []string{filepath.Join(dir, "*.log")}, Host: "127.0.0.1"}},
+	})
+	port := drv.url().Port()
+	appendFile(t, logPath, "26/11/29 13:57:10 INFO JettyUtils: Start Jetty 0.0.0.0:0 for SparkUI\n"+line(portLine, port))
+	waitFor(t, reg, "local-7 live from the log", live("local-7"))
+	a, _ := reg.Lookup("local-7")
+	if a.Source != "log:"+logPath || a.UIURL.String() != "http://127.0.0.1:"+port {
+		t.Errorf("app source %q url %v", a.Source, a.UIURL)
+	}
+	// The Stopped line ends it once the port refuses.
+	drv.srv.Close()
+	appendFile(t, logPath, line(stoppedLine, port))
+	waitFor(t, reg, "local-7 ended after Stopped", ended("local-7"))
+}
+
+func TestDiscovererHistoryMergeAndRetention(t *testing.T) {
+	t.Parallel()
+	drv := newFakeDriver(t, "local-1")
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/v1/applications" {
+			fmt.Fprint(w, `[{"id":"local-1","name":"demo","attempts":[{"startTimeEpoch":1,"lastUpdatedEpoch":1,"sparkUser":"alice","completed":false}]},
+ {"id":"local-0","name":"old","attempts":[{"startTimeEpoch":1,"endTimeEpoch":2,"lastUpdatedEpoch":2,"sparkUser":"bob","completed":true,"appSparkVersion":"3.5.0"}]}]`)
+			return
+		}
+		fmt.Fprint(w, `{"sparkProperties":[["spark.acls.enable","false"]]}`)
+	}))
+	defer hs.Close()
+	other := newFakeDriver(t, "local-9")
+	_, reg := startDiscoverer(t, Config{
+		Static:         []string{drv.srv.URL, other.srv.URL},
+		History:        []HistorySource{{Name: "hs", URL: hs.URL}},
+		EndedRetention: Duration(time.Nanosecond),
+	})
+	waitFor(t, reg, "merged", func(s *Snapshot) bool {
+		a, ok := s.Lookup("local-1")
+		b, ok2 := s.Lookup("local-0")
+		return ok && ok2 && a.Live() && len(a.History) == 1 && b.ACLProps != nil
+	})
+	b, _ := reg.Lookup("local-0")
+	if b.State != Ended || b.User != "bob" || b.Source != "history:hs" || b.History[0].Server != "hs" || b.Live() {
+		t.Errorf("history-only app = %+v", b)
+	}
+	// An ended app no History Server knows goes once its retention passes;
+	// one that a History Server knows stays.
+	waitFor(t, reg, "local-9 live", live("local-9"))
+	other.srv.Close()
+	drv.srv.Close()
+	waitFor(t, reg, "local-9 dropped, local-1 ended but kept", func(s *Snapshot) bool {
+		_, ok9 := s.Lookup("local-9")
+		return !ok9 && ended("local-1")(s)
+	})
+}
+
+func TestDiscovererNoSources(t *testing.T) {
+	t.Parallel()
+	d, reg := startDiscoverer(t, Config{})
+	waitFor(t, reg, "ready", func(*Snapshot) bool { return d.Ready() })
+	if n := len(reg.Load().Apps()); n != 0 {
+		t.Errorf("apps = %d; want 0", n)
+	}
+}
+
