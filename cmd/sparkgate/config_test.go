@@ -1,0 +1,92 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestExampleConfigsValidate keeps the documented examples in deploy/ working.
+func TestExampleConfigsValidate(t *testing.T) {
+	t.Setenv("SPARKGATE_OIDC_CLIENT_SECRET", "example-secret")
+	t.Setenv("SPARKGATE_SESSION_KEYS", "c3BhcmtnYXRlLXRlc3Qta2V5LTMyLWJ5dGVzLWxvbmchIQ==")
+	files, err := filepath.Glob("../../deploy/examples/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no example configs found: %v", err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			c, err := loadConfig(f)
+			if err != nil {
+				t.Fatalf("loadConfig(%q): %v", f, err)
+			}
+			if errs := c.Validate(); len(errs) > 0 {
+				t.Errorf("Validate(%q) = %v; want no errors", f, errs)
+			}
+		})
+	}
+}
+
+// TestValidateReportsEveryProblem checks that one run names every bad key.
+func TestValidateReportsEveryProblem(t *testing.T) {
+	t.Setenv("SPARKGATE_OIDC_CLIENT_SECRET", "")
+	t.Setenv("SPARKGATE_SESSION_KEYS", "")
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	bad := `listen: nope
+log: {format: xml, level: loud}
+auth: {mode: oidc}
+proxy: {kill: maybe}
+policy: {when_acls_off: sometimes}
+discovery:
+  probe: [{hosts: [127.0.0.1], ports: "40x0"}]
+  history: [{name: History, url: "ftp://x"}]
+`
+	if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := loadConfig(path)
+	if err != nil {
+		t.Fatalf("loadConfig: %v", err)
+	}
+	msg := configErrors(c.Validate()).Error()
+	for _, key := range []string{"listen:", "log.format:", "log.level:", "auth.oidc.issuer:", "proxy.kill:",
+		"policy.when_acls_off:", "discovery.probe[0].ports:", "discovery.history[0].name:", "discovery.history[0].url:"} {
+		if !strings.Contains(msg, key) {
+			t.Errorf("Validate() output lacks %q:\n%s", key, msg)
+		}
+	}
+}
+
+// TestUnknownKeyIsAnError guards against typos silently falling back to defaults.
+func TestUnknownKeyIsAnError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "typo.yaml")
+	if err := os.WriteFile(path, []byte("listen: 127.0.0.1:1\nproxy: {kil: deny}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := loadConfig(path)
+	if err == nil || !strings.Contains(err.Error(), "kil") {
+		t.Fatalf("loadConfig(typo) = %v; want an error naming the unknown key", err)
+	}
+}
+
+// TestNoConfigIsSafeLocalMode: without a file the gateway listens on loopback
+// and uses the local (token) sign-in.
+func TestNoConfigIsSafeLocalMode(t *testing.T) {
+	c, err := loadConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(c.Listen, "127.0.0.1:") {
+		t.Errorf("default listen = %q; want loopback", c.Listen)
+	}
+	if c.Auth.Mode != "local" {
+		t.Errorf("default auth.mode = %q; want local", c.Auth.Mode)
+	}
+	if len(c.Discovery.Probe) == 0 || len(c.Discovery.History) == 0 {
+		t.Errorf("default discovery = %+v; want a port probe and a local History Server", c.Discovery)
+	}
+	if errs := c.Validate(); len(errs) > 0 {
+		t.Errorf("default config invalid: %v", errs)
+	}
+}
