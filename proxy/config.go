@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // Kill modes.
@@ -55,20 +53,8 @@ func DefaultConfig() Config {
 	return c
 }
 
-// UnmarshalYAML decodes over DefaultConfig, so that keys left out keep
-// their defaults (a plain bool could not tell "false" from "absent").
-func (c *Config) UnmarshalYAML(n *yaml.Node) error {
-	type plain Config
-	p := plain(DefaultConfig())
-	if err := n.Decode(&p); err != nil {
-		return fmt.Errorf("proxy: %w", err)
-	}
-	*c = Config(p)
-	return nil
-}
-
 // SetDefaults fills zero fields. AllowThreadDump's default (true) cannot be
-// told from false here; DefaultConfig and UnmarshalYAML apply it.
+// told from false here: decode YAML over DefaultConfig to keep it.
 func (c *Config) SetDefaults() {
 	if c.Kill == "" {
 		c.Kill = KillDeny

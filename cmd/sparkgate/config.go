@@ -127,7 +127,9 @@ func loadConfig(path string) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("reading config: %w", err)
 	}
-	var c Config
+	// Decoding over the defaults keeps those that a zero value cannot
+	// express (proxy.allow_thread_dump defaults to true).
+	c := Config{Proxy: proxy.DefaultConfig()}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
