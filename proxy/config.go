@@ -17,8 +17,8 @@ const (
 )
 
 // Config is the proxy part of the configuration, under the top-level key
-// "proxy:". Start from DefaultConfig (decoding YAML into a Config does so by
-// itself), then call SetDefaults and Validate.
+// "proxy:". Decode YAML over DefaultConfig (so that keys left out keep their
+// defaults), then call SetDefaults and Validate.
 type Config struct {
 	// Kill is "deny" (default): no kill through the gateway, or
 	// "modify-acl": kill links lead to a confirmation page and the kill is

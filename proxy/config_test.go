@@ -12,6 +12,7 @@ func TestConfigYAMLDefaults(t *testing.T) {
 	var doc struct {
 		Proxy Config `yaml:"proxy"`
 	}
+	doc.Proxy = DefaultConfig() // keys left out keep their defaults
 	if err := yaml.Unmarshal([]byte("proxy:\n  kill: modify-acl\n  dial_timeout: 2s\n"), &doc); err != nil {
 		t.Fatal(err)
 	}

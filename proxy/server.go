@@ -233,9 +233,11 @@ func (s *Server) authorize(st *reqState, app *discovery.App, hist *discovery.His
 		return nil
 	}
 	return &httpError{
-		Status:  http.StatusForbidden,
-		Title:   "Access denied",
-		Msg:     fmt.Sprintf("%s may not %s application %s (%s)", st.ident.User, action, app.ID, app.Name),
+		Status: http.StatusForbidden,
+		Title:  "Access denied",
+		// The name is not shown: a user who may not view the app may not
+		// learn what it is either.
+		Msg:     fmt.Sprintf("%s may not %s application %s", st.ident.User, action, app.ID),
 		AppID:   app.ID,
 		Reasons: v.Reasons,
 		Grant:   v.Grant,
