@@ -33,6 +33,7 @@ func (s *suite) checkGatewayCrawl(t *testing.T, gw *Gateway, c *http.Client, d *
 	logCrawl(t, "gateway crawl", rep)
 	t.Logf("gateway crawl took %v", time.Since(t0).Round(time.Millisecond))
 	_ = RecordFigure(s.outDir, "gateway_crawl_"+d.AppID, fmt.Sprintf("%v pages=%d", time.Since(t0).Round(time.Millisecond), rep.Pages))
+	checkTabs(t, rep, prefix)
 	if rep.Pages < 20 {
 		t.Errorf("gateway crawl saw only %d pages; want a full UI (first: %v)", rep.Pages, rep.Visited)
 	}
@@ -76,5 +77,54 @@ func (s *suite) checkGatewayBrowser(t *testing.T, gw *Gateway, c *http.Client, d
 			continue
 		}
 		t.Logf("chromium via gateway: %s has %d rows at %s after %v", p.sel, n, loc, time.Since(t0).Round(time.Millisecond))
+	}
+}
+
+// checkGatewayHistory waits until the gateway lists the stopped app as
+// completed, then crawls the same bookmark /app/<id>/ again: it must now be
+// served from the History Server with no broken link and no leak of either
+// the driver's or the History Server's address.
+func (s *suite) checkGatewayHistory(t *testing.T, gw *Gateway, c *http.Client, hs *HistoryServer, d *Driver) {
+	ctx := ctxFor(t, 5*time.Minute)
+	t0 := time.Now()
+	for {
+		apps, err := gw.Apps(ctx, c)
+		done := false
+		for _, a := range apps {
+			if a.ID == d.AppID && len(a.Attempts) > 0 && a.Attempts[0].Completed {
+				done = true
+			}
+		}
+		if done {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("gateway never listed %s as completed (last error %v)", d.AppID, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("gateway lists %s as completed %v after the History Server did", d.AppID, time.Since(t0).Round(time.Millisecond))
+	_ = RecordFigure(s.outDir, "gateway_completed_after_history_"+d.AppID, time.Since(t0))
+	hsURL, _ := url.Parse(hs.URL)
+	rep, err := Crawl(ctx, c, gw.URL+"/app/"+d.AppID+"/", CrawlOptions{
+		MaxPages:    600,
+		Scope:       []string{"/app/" + d.AppID + "/", "/history/" + d.AppID + "/"},
+		Skip:        skipLogout,
+		Needles:     append(d.HostPorts(), hsURL.Host),
+		AllowStatus: sparkAllowStatus,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logCrawl(t, "gateway history crawl", rep)
+	checkTabs(t, rep, "/app/"+d.AppID+"/", "/history/"+d.AppID+"/")
+	for _, l := range rep.Broken {
+		t.Errorf("broken: %v", l)
+	}
+	for _, l := range rep.Leaks {
+		t.Errorf("leak: %v", l)
+	}
+	for _, l := range rep.KillLinks {
+		t.Errorf("kill link on a finished app: %v", l)
 	}
 }

@@ -76,6 +76,31 @@ func skipLogout(u *url.URL) bool {
 	return strings.HasPrefix(u.Path, "/oauth2/logout") || strings.HasPrefix(u.Path, "/oauth2/sign_out")
 }
 
+// sparkTabs are the pages every crawl of an app must reach (relative to the
+// app's root): one per tab, plus a page per kind of detail link.
+var sparkTabs = []string{"jobs/", "jobs/job/", "stages/", "stages/stage/", "storage/", "storage/rdd/",
+	"environment/", "executors/", "SQL/", "SQL/execution/", "StreamingQuery/", "StreamingQuery/statistics/"}
+
+// checkTabs fails t for every tab of sparkTabs that no visited URL under
+// one of bases reached.
+func checkTabs(t *testing.T, rep *CrawlReport, bases ...string) {
+	t.Helper()
+	for _, tab := range sparkTabs {
+		found := false
+		for _, v := range rep.Visited {
+			u, err := url.Parse(v)
+			for _, base := range bases {
+				if err == nil && u.Path == base+tab {
+					found = true
+				}
+			}
+		}
+		if !found {
+			t.Errorf("crawl never reached %v + %s", bases, tab)
+		}
+	}
+}
+
 func logCrawl(t *testing.T, name string, rep *CrawlReport) {
 	t.Helper()
 	t.Logf("%s: %d pages, truncated=%v, broken=%d, leaks=%d, kill links=%d, offsite=%d, allowed=%d",

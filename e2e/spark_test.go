@@ -129,6 +129,9 @@ func (s *suite) runVersion(t *testing.T, home SparkHome) {
 	t.Logf("history server lists %s as completed %v after the driver stopped", d.AppID, time.Since(t3).Round(time.Millisecond))
 	_ = RecordFigure(s.outDir, "history_listed_after_stop_"+home.Version, time.Since(t3))
 	t.Run("history/direct", func(t *testing.T) { s.checkHistoryDirect(t, hs, d) })
+	if gw != nil {
+		t.Run("gateway/history", func(t *testing.T) { s.checkGatewayHistory(t, gw, gwClient, hs, d) })
+	}
 }
 
 // checkDirect proves the harness on Spark itself: the crawler finds no broken
@@ -150,6 +153,7 @@ func (s *suite) checkDirect(t *testing.T, d *Driver, home SparkHome) {
 	for _, l := range rep.Broken {
 		t.Errorf("broken: %v", l)
 	}
+	checkTabs(t, rep, "/")
 	// Directly, Spark redirects with absolute Host-based URLs: those are not
 	// leaks here, and body mentions of the driver's own address are expected.
 	if len(rep.KillLinks) == 0 {
@@ -229,6 +233,7 @@ func (s *suite) checkHistoryDirect(t *testing.T, hs *HistoryServer, d *Driver) {
 	for _, l := range rep.Broken {
 		t.Errorf("broken: %v", l)
 	}
+	checkTabs(t, rep, "/history/"+d.AppID+"/")
 	if len(rep.KillLinks) != 0 {
 		t.Errorf("History Server shows kill links: %v", rep.KillLinks)
 	}
