@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"context"
 	"errors"
 	"fmt"
@@ -57,6 +59,8 @@ func run(ctx context.Context, cfg Config) error {
 		HistoryServers: historyURLs,
 		Ready:          disc.Ready,
 		Suspect:        disc.Suspect,
+		Sources:        describeSources(cfg.Discovery),
+		CSRFKey:        csrfKey(),
 		Logger:         logger.Named("proxy"),
 		Audit:          logger.Named("audit"),
 	})
@@ -153,4 +157,46 @@ func newLogger(c LogConfig) (*zap.Logger, error) {
 	zc.Level = zap.NewAtomicLevelAt(lvl)
 	zc.Sampling = nil
 	return zc.Build()
+}
+
+// describeSources says, for the index page's empty state, where discovery
+// looks for apps.
+func describeSources(c discovery.Config) []string {
+	var out []string
+	for _, l := range c.Logs {
+		out = append(out, "driver logs "+strings.Join(l.Paths, ", "))
+	}
+	for _, p := range c.Probe {
+		out = append(out, "port probe of "+strings.Join(p.Hosts, ", ")+" ports "+p.Ports)
+	}
+	for _, m := range c.Standalone {
+		out = append(out, "standalone master "+m.URL)
+	}
+	if len(c.Static) > 0 {
+		out = append(out, "static list "+strings.Join(c.Static, ", "))
+	}
+	if c.Kubernetes != nil {
+		out = append(out, "Kubernetes driver pods ("+c.Kubernetes.LabelSelector+")")
+	}
+	for _, y := range c.YARN {
+		out = append(out, "YARN ResourceManager "+y.URL)
+	}
+	for _, h := range c.History {
+		out = append(out, "History Server "+h.Name+" at "+h.URL)
+	}
+	return out
+}
+
+// csrfKey derives the kill-confirmation CSRF key from the session keys, so
+// that replicas sharing SPARKGATE_SESSION_KEYS accept each other's forms.
+// Without session keys (local mode) the proxy picks a random key.
+func csrfKey() []byte {
+	keys := os.Getenv(auth.EnvSessionKeys)
+	if keys == "" {
+		return nil
+	}
+	first, _, _ := strings.Cut(keys, ",")
+	mac := hmac.New(sha256.New, []byte(strings.TrimSpace(first)))
+	mac.Write([]byte("sparkgate kill-confirmation csrf"))
+	return mac.Sum(nil)
 }
