@@ -1,9 +1,9 @@
 package main
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
-	"context"
 	"errors"
 	"fmt"
 	"net"
