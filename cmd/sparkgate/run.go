@@ -73,12 +73,13 @@ func run(ctx context.Context, cfg Config) error {
 	// client sent, refusing ambiguous spellings with 400 rather than
 	// rewriting them.
 	authHandler := authn.Handler()
+	app := authn.Middleware(srv)
 	mux := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/oauth2/") {
 			authHandler.ServeHTTP(w, r)
 			return
 		}
-		srv.ServeHTTP(w, r)
+		app.ServeHTTP(w, r)
 	})
 
 	hs := &http.Server{
