@@ -154,4 +154,3 @@ func TestDiscovererNoSources(t *testing.T) {
 		t.Errorf("apps = %d; want 0", n)
 	}
 }
-

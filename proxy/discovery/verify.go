@@ -23,9 +23,9 @@ const (
 	envBodyMax    = 16 << 20         // environments list every classpath entry
 	listBodyMax   = 64 << 20         // a History Server lists every app it has
 	startingMax   = 2 * time.Minute  // Spark shows its placeholder until SparkContext is up
-	nonJSONMax    = 10 * time.Second // other non-JSON answers: give a restarting UI a moment
+	nonJSONMax    = 30 * time.Second // HTML 404s and other non-JSON answers while handlers attach
 	retryFirst    = 100 * time.Millisecond
-	retryCap      = 2 * time.Second
+	retryCap      = 500 * time.Millisecond
 )
 
 // aclKeys are the properties the policy needs, read from the environment.
@@ -142,11 +142,17 @@ func (c *client) getJSON(ctx context.Context, base *url.URL, p string, max int64
 	if bytes.Contains(body, []byte("Spark is starting up")) && ct != "application/json" {
 		return errStarting
 	}
+	trimmed := bytes.TrimSpace(body)
+	isJSON := len(trimmed) > 0 && (trimmed[0] == '[' || trimmed[0] == '{')
 	if resp.StatusCode != http.StatusOK {
+		if resp.StatusCode == http.StatusNotFound && !isJSON {
+			// Real 3.5 drivers answer a non-JSON 404 between the port
+			// line and the moment the API handlers are attached.
+			return fmt.Errorf("%s: status %d: %w", u.Redacted(), resp.StatusCode, errNotJSON)
+		}
 		return fmt.Errorf("%s: status %d: %w", u.Redacted(), resp.StatusCode, errNotDriver)
 	}
-	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) == 0 || (trimmed[0] != '[' && trimmed[0] != '{') {
+	if !isJSON {
 		return fmt.Errorf("%s: %w", u.Redacted(), errNotJSON)
 	}
 	if err := json.Unmarshal(trimmed, v); err != nil {
@@ -223,7 +229,7 @@ func (c *client) verifyOnce(ctx context.Context, ui *url.URL) (driverInfo, error
 }
 
 // verify retries verifyOnce while the UI shows its placeholder or a
-// non-JSON answer, with backoff from 100 ms up to 2 s between tries.
+// non-JSON answer, with backoff from 100 ms up to 500 ms between tries.
 func (c *client) verify(ctx context.Context, ui *url.URL) (driverInfo, error) {
 	start := time.Now()
 	delay := retryFirst
