@@ -61,7 +61,7 @@ func TestVerifyRejects(t *testing.T) {
 	}{
 		{"history server (two apps)", serve(two, "application/json", 200), errNotDriver},
 		{"empty list", serve(`[]`, "application/json", 200), errNotDriver},
-		{"404", serve(`not found`, "text/plain", 404), errNotDriver},
+		{"403", serve(`user "x" is not authorized`, "text/plain", 403), errNotDriver},
 		{"bad id", serve(`[{"id":"../x","attempts":[{}]}]`, "application/json", 200), errNotDriver},
 	}
 	c := newClient(nil)
