@@ -1,0 +1,31 @@
+"""A small PySpark driver for scripts/bench.sh: runs a few jobs, prints its
+UI URL and app id, then idles until the stop file appears or --max-seconds
+pass, so that its UI can be load-tested. Started with spark-submit and
+spark.ui.port=0 (any free port)."""
+import argparse
+import os
+import sys
+import time
+
+from pyspark.sql import SparkSession
+
+p = argparse.ArgumentParser()
+p.add_argument("--stop-file", required=True)
+p.add_argument("--max-seconds", type=int, default=600)
+p.add_argument("--jobs", type=int, default=6)
+args = p.parse_args()
+
+spark = SparkSession.builder.appName("sparkgate-bench").getOrCreate()
+sc = spark.sparkContext
+sc.setLogLevel("WARN")
+for i in range(args.jobs):
+    sc.setJobDescription("bench job %d" % i)
+    sc.parallelize(range(20000), 4).map(lambda x: (x % 17, x)).reduceByKey(lambda a, b: a + b).count()
+print("BENCH ready app_id=%s ui=%s" % (sc.applicationId, sc.uiWebUrl), flush=True)
+
+deadline = time.time() + args.max_seconds
+while time.time() < deadline and not os.path.exists(args.stop_file):
+    time.sleep(0.5)
+spark.stop()
+print("BENCH stopped", flush=True)
+sys.exit(0)
