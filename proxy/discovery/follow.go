@@ -43,6 +43,10 @@ type fileState struct {
 	offset  int64
 	partial []byte
 	discard bool // inside an over-long line: drop until newline
+	// head is the file's first bytes as read, a fingerprint: a file that
+	// was truncated and has grown past offset again between two polls
+	// (`2> driver.log` reused by the next run) has a different head.
+	head []byte
 
 	hostHint string
 	uiURL    string // from a URL line
@@ -156,9 +160,13 @@ func (fl *follower) readFile(st *fileState) {
 			return
 		}
 	}
+	if fl.rewritten(st) {
+		st.offset, st.partial, st.discard, st.head = 0, st.partial[:0], false, st.head[:0]
+	}
 	// Drain the open file first: after a rename-rotation its tail belongs
 	// to the same driver.
 	fl.drain(st)
+	fl.keepHead(st)
 	cur, err := os.Stat(st.path)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
@@ -177,8 +185,40 @@ func (fl *follower) readFile(st *fileState) {
 	if fi, err := st.f.Stat(); err == nil && fi.Size() < st.offset {
 		// Truncated in place (copytruncate, or `2> file` reopened by a
 		// new run): start again from the top.
-		st.offset, st.partial, st.discard = 0, st.partial[:0], false
+		st.offset, st.partial, st.discard, st.head = 0, st.partial[:0], false, st.head[:0]
 		fl.drain(st)
+		fl.keepHead(st)
+	}
+}
+
+// headLen is how much of a file's start is kept as its fingerprint: enough
+// to reach past a constant first line into timestamped ones.
+const headLen = 1024
+
+// rewritten reports whether the open file's first bytes differ from those
+// read before: it was truncated in place and written anew, possibly past
+// the old offset, so the size check alone would miss it.
+func (fl *follower) rewritten(st *fileState) bool {
+	if len(st.head) == 0 {
+		return false
+	}
+	buf := fl.buf[:len(st.head)]
+	n, err := st.f.ReadAt(buf, 0)
+	if n < len(st.head) {
+		return err == nil || errors.Is(err, io.EOF)
+	}
+	return !bytes.Equal(buf, st.head)
+}
+
+// keepHead records up to headLen bytes of the file's start once read.
+func (fl *follower) keepHead(st *fileState) {
+	want := min(int64(headLen), st.offset)
+	if int64(len(st.head)) >= want {
+		return
+	}
+	buf := make([]byte, want)
+	if n, _ := st.f.ReadAt(buf, 0); int64(n) == want {
+		st.head = buf
 	}
 }
 
@@ -192,7 +232,7 @@ func (fl *follower) open(st *fileState) bool {
 		f.Close()
 		return false
 	}
-	st.f, st.info, st.offset, st.partial, st.discard = f, info, 0, st.partial[:0], false
+	st.f, st.info, st.offset, st.partial, st.discard, st.head = f, info, 0, st.partial[:0], false, nil
 	return true
 }
 

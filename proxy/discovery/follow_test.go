@@ -133,6 +133,32 @@ func TestFollowerTruncation(t *testing.T) {
 	}
 }
 
+// TestFollowerRewrittenPastOffset: the next run reuses `2> driver.log` and
+// writes more than the old run had before the follower polls again. The
+// size never drops below the old offset, so only the changed head shows it.
+func TestFollowerRewrittenPastOffset(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "driver.log")
+	fl := newFollower([]LogSource{{Paths: []string{p}, Host: "127.0.0.1"}}, zaptest.NewLogger(t))
+	defer fl.closeAll()
+
+	appendFile(t, p, "26/11/29 14:00:01 INFO SparkContext: Running Spark version 3.5.9\n"+line(portLine, "4040"))
+	if urls, _, _ := urlsOf(fl, p); !cmp.Equal(urls, []string{"http://127.0.0.1:4040"}) {
+		t.Fatalf("urls = %v; want port 4040", urls)
+	}
+	// The new run's port line sits before the old offset; what follows it
+	// grows the file past that offset before the next poll.
+	next := "26/11/29 14:05:07 INFO SparkContext: Running Spark version 3.5.9\n" + line(portLine, "4052") +
+		strings.Repeat("26/11/29 14:05:08 INFO ResourceUtils: ==============\n", 10)
+	if err := os.WriteFile(p, []byte(next), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if urls, _, _ := urlsOf(fl, p); !cmp.Equal(urls, []string{"http://127.0.0.1:4052"}) {
+		t.Errorf("after the file was rewritten past the old offset: urls = %v; want port 4052", urls)
+	}
+}
+
 func TestFollowerLongLineAndGlobChanges(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
