@@ -83,22 +83,33 @@ func (b *Browser) SetCookies(pageURL string, cookies []*http.Cookie) error {
 
 // TableRows opens pageURL and waits until selector (e.g.
 // "#active-executors-table tbody tr") matches at least one row that is not a
-// DataTables "no data" row. It returns the row count and the final URL.
+// DataTables "no data" row. Spark's tables are filled once by JS at load, so
+// the page is reloaded every 10 s until timeout (a task may start later). It
+// returns the row count and the final URL.
 func (b *Browser) TableRows(pageURL, selector string, timeout time.Duration) (int, string, error) {
-	ctx, cancel := context.WithTimeout(b.ctx, timeout+10*time.Second)
+	ctx, cancel := context.WithTimeout(b.ctx, timeout+15*time.Second)
 	defer cancel()
-	if err := chromedp.Do(ctx, chromedp.Navigate(pageURL)); err != nil {
-		return 0, "", fmt.Errorf("navigating to %s: %w", pageURL, err)
-	}
 	sel := strconv.Quote(selector)
 	expr := `(() => { const rows = document.querySelectorAll(` + sel + `);
 		if (rows.length === 0 || document.querySelector(` + sel + ` + " td.dataTables_empty")) return 0;
 		return rows.length; })()`
-	n, err := chromedp.Run(ctx, chromedp.Poll[int](expr, chromedp.WithPollingInterval(200*time.Millisecond), chromedp.WithPollingTimeout(timeout)))
-	loc, _ := chromedp.Run(ctx, chromedp.Location())
-	if err != nil {
-		body, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText.slice(0, 600) : ""`))
-		return 0, loc, fmt.Errorf("waiting for %s on %s (now at %s): %w; page text: %q", selector, pageURL, loc, err, body)
+	deadline := time.Now().Add(timeout)
+	for {
+		if err := chromedp.Do(ctx, chromedp.Navigate(pageURL)); err != nil {
+			return 0, "", fmt.Errorf("navigating to %s: %w", pageURL, err)
+		}
+		round := time.Until(deadline)
+		if round > 10*time.Second {
+			round = 10 * time.Second
+		}
+		n, err := chromedp.Run(ctx, chromedp.Poll[int](expr, chromedp.WithPollingInterval(200*time.Millisecond), chromedp.WithPollingTimeout(round)))
+		loc, _ := chromedp.Run(ctx, chromedp.Location())
+		if err == nil {
+			return n, loc, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			body, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText.slice(0, 600) : ""`))
+			return 0, loc, fmt.Errorf("waiting for %s on %s (now at %s): %w; page text: %q", selector, pageURL, loc, err, body)
+		}
 	}
-	return n, loc, nil
 }

@@ -23,7 +23,8 @@ type CrawlOptions struct {
 	// MaxPerPath bounds fetches of one path with different queries (sort and
 	// paging links multiply otherwise); default 15.
 	MaxPerPath int
-	// Scope lists path prefixes whose HTML is parsed for more links; other
+	// Scope lists path parts ("/app/<id>/", "/history/<id>/"): HTML of a
+	// path containing one of them is parsed for more links; other
 	// same-origin URLs are fetched (checked) but not followed further.
 	Scope []string
 	// Skip names URLs never fetched (e.g. /oauth2/logout).
@@ -255,7 +256,7 @@ func inScope(path string, scope []string) bool {
 		return true
 	}
 	for _, p := range scope {
-		if strings.HasPrefix(path, p) {
+		if strings.Contains(path, p) {
 			return true
 		}
 	}

@@ -33,7 +33,7 @@ func (s *suite) checkGatewayCrawl(t *testing.T, gw *Gateway, c *http.Client, d *
 	logCrawl(t, "gateway crawl", rep)
 	t.Logf("gateway crawl took %v", time.Since(t0).Round(time.Millisecond))
 	_ = RecordFigure(s.outDir, "gateway_crawl_"+d.AppID, fmt.Sprintf("%v pages=%d", time.Since(t0).Round(time.Millisecond), rep.Pages))
-	checkTabs(t, rep, prefix)
+	checkTabs(t, rep, sparkTabs, prefix)
 	if rep.Pages < 20 {
 		t.Errorf("gateway crawl saw only %d pages; want a full UI (first: %v)", rep.Pages, rep.Visited)
 	}
@@ -117,7 +117,7 @@ func (s *suite) checkGatewayHistory(t *testing.T, gw *Gateway, c *http.Client, h
 		t.Fatal(err)
 	}
 	logCrawl(t, "gateway history crawl", rep)
-	checkTabs(t, rep, "/app/"+d.AppID+"/", "/history/"+d.AppID+"/")
+	checkTabs(t, rep, historyTabs, "/app/"+d.AppID+"/", "/history/"+d.AppID+"/")
 	for _, l := range rep.Broken {
 		t.Errorf("broken: %v", l)
 	}

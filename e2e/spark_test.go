@@ -153,7 +153,7 @@ func (s *suite) checkDirect(t *testing.T, d *Driver, home SparkHome) {
 	for _, l := range rep.Broken {
 		t.Errorf("broken: %v", l)
 	}
-	checkTabs(t, rep, "/")
+	checkTabs(t, rep, sparkTabs, "/")
 	// Directly, Spark redirects with absolute Host-based URLs: those are not
 	// leaks here, and body mentions of the driver's own address are expected.
 	if len(rep.KillLinks) == 0 {
@@ -183,15 +183,15 @@ func (s *suite) checkDirect(t *testing.T, d *Driver, home SparkHome) {
 	}
 }
 
-// activeStage returns the id of a stage of the long-running job (an active
-// stage, so its task table has a running task), asking the driver's REST API.
+// activeStage returns the id of an active stage with a running task (the
+// long-running job's, so its task table has a row), asking the driver's REST
+// API.
 func activeStage(ctx context.Context, base, appID string) (int, error) {
 	c := &http.Client{Timeout: 10 * time.Second}
 	for {
 		var stages []struct {
-			StageID int    `json:"stageId"`
-			Status  string `json:"status"`
-			Name    string `json:"name"`
+			StageID        int `json:"stageId"`
+			NumActiveTasks int `json:"numActiveTasks"`
 		}
 		resp, err := c.Get(base + "/api/v1/applications/" + appID + "/stages?status=active")
 		if err == nil {
@@ -200,17 +200,14 @@ func activeStage(ctx context.Context, base, appID string) (int, error) {
 		}
 		if err == nil {
 			for _, st := range stages {
-				if strings.Contains(st.Name, "count") || len(stages) == 1 {
+				if st.NumActiveTasks > 0 {
 					return st.StageID, nil
 				}
-			}
-			if len(stages) > 0 {
-				return stages[0].StageID, nil
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return 0, fmt.Errorf("no active stage in %s: %w", appID, ctx.Err())
+			return 0, fmt.Errorf("no active stage with a running task in %s: %w", appID, ctx.Err())
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
@@ -233,7 +230,7 @@ func (s *suite) checkHistoryDirect(t *testing.T, hs *HistoryServer, d *Driver) {
 	for _, l := range rep.Broken {
 		t.Errorf("broken: %v", l)
 	}
-	checkTabs(t, rep, "/history/"+d.AppID+"/")
+	checkTabs(t, rep, historyTabs, "/history/"+d.AppID+"/")
 	if len(rep.KillLinks) != 0 {
 		t.Errorf("History Server shows kill links: %v", rep.KillLinks)
 	}
