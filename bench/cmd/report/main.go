@@ -1,0 +1,88 @@
+// Command report turns the raw output of scripts/bench.sh (bench/out) into
+// one Markdown report: the wrk runs with their ratios against the baseline
+// measured in the same run, the Go benchmarks, and the memory figures. It
+// only reads files; it measures nothing itself.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "report:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	dir := fs.String("dir", "bench/out", "`directory` scripts/bench.sh wrote to")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	in, err := load(*dir)
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(out, render(in))
+	return err
+}
+
+// inputs is everything the report is made from.
+type inputs struct {
+	meta    [][2]string
+	wrk     map[string]wrkRun
+	urls    map[string]string
+	wrkErrs map[string]string
+	bench   []goBench
+	figures []figure
+}
+
+func load(dir string) (inputs, error) {
+	in := inputs{wrk: map[string]wrkRun{}, urls: map[string]string{}, wrkErrs: map[string]string{}}
+	if b, err := os.ReadFile(filepath.Join(dir, "meta.tsv")); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, "\t"); ok {
+				in.meta = append(in.meta, [2]string{k, v})
+			}
+		}
+	}
+	for _, s := range scenarios {
+		b, err := os.ReadFile(filepath.Join(dir, "wrk", s.name+".txt"))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if u, ok := strings.CutPrefix(line, "# url "); ok {
+				in.urls[s.name] = u
+			}
+		}
+		w, err := parseWrk(strings.NewReader(string(b)))
+		if err != nil {
+			in.wrkErrs[s.name] = err.Error()
+			continue
+		}
+		in.wrk[s.name] = w
+	}
+	if f, err := os.Open(filepath.Join(dir, "gobench.txt")); err == nil {
+		in.bench, err = parseGoBench(f)
+		f.Close()
+		if err != nil {
+			return in, err
+		}
+	}
+	if f, err := os.Open(filepath.Join(dir, "figures.tsv")); err == nil {
+		in.figures, err = parseFigures(f)
+		f.Close()
+		if err != nil {
+			return in, err
+		}
+	}
+	return in, nil
+}

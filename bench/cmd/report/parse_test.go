@@ -1,0 +1,88 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// wrkOutput is real wrk 4.1 output (the last lines of a run with non-2xx
+// answers and socket errors appended from another run).
+const wrkOutput = `# url http://127.0.0.1:34059/jobs/
+Running 1s test @ http://127.0.0.1:34059/jobs/
+  2 threads and 8 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency     3.80ms   12.99ms 122.23ms   93.45%
+    Req/Sec    15.81k     4.28k   24.11k    77.27%
+  Latency Distribution
+     50%  183.00us
+     75%  552.00us
+     90%    6.51ms
+     99%   69.80ms
+  34624 requests in 1.10s, 601.95MB read
+  Socket errors: connect 0, read 2, write 0, timeout 3
+  Non-2xx or 3xx responses: 38533
+Requests/sec:  31478.37
+Transfer/sec:    547.27MB
+`
+
+func TestParseWrk(t *testing.T) {
+	got, err := parseWrk(strings.NewReader(wrkOutput))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := wrkRun{Requests: 34624, ReqPerSec: 31478.37, P50: 0.183, P99: 69.8, Non2xx3xx: 38533, SockErrs: 5}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("parseWrk() (-want +got):\n%s", d)
+	}
+}
+
+func TestParseWrkRefusesOtherText(t *testing.T) {
+	for _, in := range []string{"", "unable to connect to 127.0.0.1:1 Connection refused\n", strings.Replace(wrkOutput, "Requests/sec", "Reqs", 1)} {
+		if _, err := parseWrk(strings.NewReader(in)); err == nil {
+			t.Errorf("parseWrk(%q) = nil error; want an error", in)
+		}
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	tests := []struct {
+		in   string
+		want float64
+	}{{"812.00us", 0.812}, {"1.25ms", 1.25}, {"2.00s", 2000}, {"1.50m", 90000}}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := parseDuration(tt.in)
+			if err != nil || got != tt.want {
+				t.Errorf("parseDuration(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
+			}
+		})
+	}
+	if _, err := parseDuration("3.0xs"); err == nil {
+		t.Errorf("parseDuration(%q) = nil error; want an error", "3.0xs")
+	}
+}
+
+func TestParseGoBench(t *testing.T) {
+	out := `goos: linux
+pkg: github.com/sparkgate/sparkgate/proxy
+BenchmarkServeApp-2              	    8191	    145360 ns/op	   12046 B/op	     132 allocs/op
+BenchmarkStripper/stripper-2     	    1243	    950123 ns/op	 143.21 MB/s	   52000 B/op	      61 allocs/op
+PASS
+pkg: github.com/sparkgate/sparkgate/auth
+BenchmarkAuthenticateSession     	 1000000	      1043 ns/op	     320 B/op	       5 allocs/op
+`
+	got, err := parseGoBench(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []goBench{
+		{Pkg: "github.com/sparkgate/sparkgate/proxy", Name: "BenchmarkServeApp", NsPerOp: 145360, BPerOp: 12046, Allocs: 132},
+		{Pkg: "github.com/sparkgate/sparkgate/proxy", Name: "BenchmarkStripper/stripper", NsPerOp: 950123, MBPerS: 143.21, HasMB: true, BPerOp: 52000, Allocs: 61},
+		{Pkg: "github.com/sparkgate/sparkgate/auth", Name: "BenchmarkAuthenticateSession", NsPerOp: 1043, BPerOp: 320, Allocs: 5},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("parseGoBench() (-want +got):\n%s", d)
+	}
+}

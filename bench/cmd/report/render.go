@@ -1,0 +1,172 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// scenario is one wrk run of scripts/bench.sh; name is its file in out/wrk.
+type scenario struct{ name, label string }
+
+var scenarios = []scenario{
+	{"static-direct", "static upstream, direct"},
+	{"static-gateway", "static upstream via sparkgate (local session)"},
+	{"driver-jobs-direct", "Spark driver /jobs/, direct"},
+	{"driver-jobs-gateway", "Spark driver /jobs/ via sparkgate"},
+	{"driver-api-direct", "Spark driver REST jobs, direct"},
+	{"driver-api-gateway", "Spark driver REST jobs via sparkgate"},
+	{"auth-none", "sparkgate, no session (challenge)"},
+	{"healthz", "sparkgate /_/healthz"},
+	{"o2p", "oauth2-proxy (OIDC session) -> static upstream"},
+	{"sg-oidc", "sparkgate (OIDC session) -> static upstream"},
+}
+
+// comparison is a ratio a/b of two runs of the same run of the script.
+type comparison struct{ label, a, b string }
+
+var comparisons = []comparison{
+	{"gateway / direct, static upstream", "static-gateway", "static-direct"},
+	{"gateway / direct, real driver /jobs/", "driver-jobs-gateway", "driver-jobs-direct"},
+	{"gateway / direct, real driver REST jobs", "driver-api-gateway", "driver-api-direct"},
+	{"no session / valid session (auth overhead)", "auth-none", "static-gateway"},
+	{"/_/healthz / valid session", "healthz", "static-gateway"},
+	{"sparkgate OIDC / oauth2-proxy (goal: req/s > 1, p99 < 1)", "sg-oidc", "o2p"},
+}
+
+// figureLabels orders and names the figures of figures.tsv that the
+// report shows; others are listed after them under their raw names.
+var figureLabels = []struct{ name, label string }{
+	{"rss.sparkgate.start.vmhwm", "sparkgate (local) peak RSS after start and sign-in"},
+	{"rss.sparkgate.end.vmhwm", "sparkgate (local) peak RSS after all its wrk runs"},
+	{"rss.sparkgate.end.vmrss", "sparkgate (local) RSS at the end"},
+	{"rss.sparkgate-oidc.end.vmhwm", "sparkgate (OIDC) peak RSS after its wrk run"},
+	{"rss.oauth2-proxy.end.vmhwm", "oauth2-proxy peak RSS after its wrk run"},
+	{"stripmem.copy.throughput", "50 MiB page, io.Copy: throughput"},
+	{"stripmem.stripper.throughput", "50 MiB page, stripper: throughput"},
+	{"stripmem.copy.heap_inuse_growth", "50 MiB page, io.Copy: peak HeapInuse growth"},
+	{"stripmem.stripper.heap_inuse_growth", "50 MiB page, stripper: peak HeapInuse growth"},
+	{"stripmem.copy.peak_heap_inuse", "50 MiB page, io.Copy: peak HeapInuse (process)"},
+	{"stripmem.stripper.peak_heap_inuse", "50 MiB page, stripper: peak HeapInuse (process)"},
+	{"stripmem.copy.total_alloc", "50 MiB page, io.Copy: bytes allocated"},
+	{"stripmem.stripper.total_alloc", "50 MiB page, stripper: bytes allocated"},
+	{"stripmem.stripper.out_bytes", "50 MiB page, stripper: bytes out"},
+	{"stripmem.stripper.kill_links_in", "50 MiB page: kill links in"},
+	{"stripmem.stripper.kill_links_out", "50 MiB page, stripper: kill links left"},
+}
+
+// figureRatios are a/b ratios of figures.
+var figureRatios = []comparison{
+	{"sparkgate peak RSS end / start", "rss.sparkgate.end.vmhwm", "rss.sparkgate.start.vmhwm"},
+	{"sparkgate OIDC / oauth2-proxy peak RSS", "rss.sparkgate-oidc.end.vmhwm", "rss.oauth2-proxy.end.vmhwm"},
+	{"stripper / io.Copy throughput, 50 MiB page", "stripmem.stripper.throughput", "stripmem.copy.throughput"},
+}
+
+// benchRatios are a/b ratios of Go benchmarks (MB/s when both have it,
+// else ns/op), named package-relative as pkg-suffix.Name.
+var benchRatios = []comparison{
+	{"stripper / io.Copy MB/s (real 3.5.9 stages page)", "proxy.BenchmarkStripper/stripper", "proxy.BenchmarkStripper/io.Copy"},
+	{"handler only / whole request path ns/op", "proxy.BenchmarkServeAppHandler", "proxy.BenchmarkServeApp"},
+}
+
+func render(in inputs) string {
+	var sb strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&sb, format, args...) }
+	p("# sparkgate benchmarks\n\n")
+	for _, kv := range in.meta {
+		p("- %s: %s\n", kv[0], kv[1])
+	}
+	p("\nAbsolute numbers depend on the machine and on what else runs on it; the ratios, measured in the same run, are the signal.\n")
+
+	p("\n## Load (wrk)\n\n| run | URL | req/s | p50 ms | p99 ms | requests | non-2xx/3xx | socket errors |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, s := range scenarios {
+		if e, bad := in.wrkErrs[s.name]; bad {
+			p("| %s | %s | failed: %s | | | | | |\n", s.label, in.urls[s.name], e)
+			continue
+		}
+		w, ok := in.wrk[s.name]
+		if !ok {
+			p("| %s | | not run | | | | | |\n", s.label)
+			continue
+		}
+		p("| %s | %s | %.0f | %.3f | %.3f | %d | %d | %d |\n", s.label, in.urls[s.name], w.ReqPerSec, w.P50, w.P99, w.Requests, w.Non2xx3xx, w.SockErrs)
+	}
+	p("\n### Ratios\n\n| comparison | req/s ratio | p99 ratio | p50 added ms |\n|---|---:|---:|---:|\n")
+	for _, c := range comparisons {
+		a, okA := in.wrk[c.a]
+		b, okB := in.wrk[c.b]
+		if !okA || !okB || b.ReqPerSec == 0 || b.P99 == 0 {
+			p("| %s | n/a | n/a | n/a |\n", c.label)
+			continue
+		}
+		p("| %s | %.2f | %.2f | %+.3f |\n", c.label, a.ReqPerSec/b.ReqPerSec, a.P99/b.P99, a.P50-b.P50)
+	}
+
+	p("\n## Memory\n\n| figure | value |\n|---|---:|\n")
+	figs := map[string]figure{}
+	for _, f := range in.figures {
+		figs[f.Name] = f
+	}
+	shown := map[string]bool{}
+	for _, l := range figureLabels {
+		if f, ok := figs[l.name]; ok {
+			p("| %s | %s |\n", l.label, formatFigure(f))
+			shown[l.name] = true
+		}
+	}
+	for _, f := range in.figures {
+		if !shown[f.Name] && !strings.HasPrefix(f.Name, "stripmem.copy.kill") && !strings.HasSuffix(f.Name, "in_bytes") && f.Name != "stripmem.copy.out_bytes" {
+			p("| %s | %s |\n", f.Name, formatFigure(f))
+		}
+	}
+	p("\n| ratio | value |\n|---|---:|\n")
+	for _, c := range figureRatios {
+		a, okA := figs[c.a]
+		b, okB := figs[c.b]
+		if !okA || !okB || b.Value == 0 {
+			p("| %s | n/a |\n", c.label)
+			continue
+		}
+		p("| %s | %.2f |\n", c.label, a.Value/b.Value)
+	}
+
+	p("\n## Go benchmarks\n\n| package | benchmark | ns/op | MB/s | B/op | allocs/op |\n|---|---|---:|---:|---:|---:|\n")
+	byName := map[string]goBench{}
+	for _, b := range in.bench {
+		pkg := strings.TrimPrefix(b.Pkg, "github.com/sparkgate/sparkgate/")
+		byName[pkg+"."+b.Name] = b
+		mb := ""
+		if b.HasMB {
+			mb = fmt.Sprintf("%.1f", b.MBPerS)
+		}
+		p("| %s | %s | %.0f | %s | %.0f | %.0f |\n", pkg, b.Name, b.NsPerOp, mb, b.BPerOp, b.Allocs)
+	}
+	if len(in.bench) == 0 {
+		p("| | not run | | | | |\n")
+	}
+	p("\n| ratio | value |\n|---|---:|\n")
+	for _, c := range benchRatios {
+		a, okA := byName[c.a]
+		b, okB := byName[c.b]
+		switch {
+		case okA && okB && a.HasMB && b.HasMB && b.MBPerS > 0:
+			p("| %s | %.3f |\n", c.label, a.MBPerS/b.MBPerS)
+		case okA && okB && b.NsPerOp > 0:
+			p("| %s | %.3f |\n", c.label, a.NsPerOp/b.NsPerOp)
+		default:
+			p("| %s | n/a |\n", c.label)
+		}
+	}
+	return sb.String()
+}
+
+func formatFigure(f figure) string {
+	switch f.Unit {
+	case "B":
+		return fmt.Sprintf("%.1f MiB", f.Value/(1<<20))
+	case "kB":
+		return fmt.Sprintf("%.1f MiB", f.Value/1024)
+	case "count":
+		return fmt.Sprintf("%.0f", f.Value)
+	}
+	return fmt.Sprintf("%.1f %s", f.Value, f.Unit)
+}
