@@ -384,9 +384,11 @@ func isVoid(name []byte) bool {
 
 // mayBeKill is a cheap, sound pre-check on a tag's raw bytes: a kill
 // control's class or URL spells one of the words of stateChanging, unless
-// it hides letters behind a percent-escape or a character reference.
+// it hides letters behind a percent-escape or a numeric character reference
+// or "&percnt;" (no named reference stands for an ASCII letter, so "&amp;"
+// in query strings needs no closer look).
 func mayBeKill(raw []byte) bool {
-	if bytes.IndexByte(raw, '%') >= 0 || bytes.IndexByte(raw, '&') >= 0 {
+	if bytes.IndexByte(raw, '%') >= 0 || bytes.Contains(raw, []byte("&#")) || bytes.Contains(raw, []byte("&percnt")) {
 		return true
 	}
 	for _, w := range mayBeKillWords {

@@ -53,6 +53,8 @@ func TestStripper(t *testing.T) {
 		{"class list", `<A CLASS="btn Kill-Link other" HREF="#">(kill)</A>!`, `!`},
 		{"entity in href", `<a href="/jobs/job/&#107;ill/?id=1">k</a>!`, `!`},
 		{"escaped href", `<a href="/jobs/job/%6Bill/?id=1">k</a>!`, `!`},
+		{"entity percent href", `<a href="/jobs/job/&percnt;6Bill/?id=1">k</a>!`, `!`},
+		{"amp in query kept", `<a href="/jobs/?a=1&amp;b=2">ok</a>`, `<a href="/jobs/?a=1&amp;b=2">ok</a>`},
 		{"backslash href", `<a href="\jobs\job\kill\?id=1">k</a>!`, `!`},
 		{"hold resume", `<a href="/jobs/hold/">h</a><a href="/jobs/resume/">r</a>.`, `.`},
 		{"keep kill in query", `<a href="/jobs/?q=kill">ok</a>`, `<a href="/jobs/?q=kill">ok</a>`},
@@ -382,6 +384,7 @@ func FuzzStripper(f *testing.F) {
 		`<script><a class="kill-link"></script>`,
 		`<p>plain <b>page</b></p>`,
 		`<a class=kill-link><a class=kill-link>`,
+		`<a href="/x/&percnt;6Bill/">k</a><a href="/x/ki&#108;l">k</a>`,
 	} {
 		f.Add(s, uint8(7))
 	}
