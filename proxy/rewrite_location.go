@@ -53,7 +53,11 @@ func RewriteLocation(loc string, upstream *url.URL, prefix string) string {
 		return loc
 	case u.Scheme == "" && !strings.HasPrefix(u.Path, "/"):
 		// Relative ("jobs/", "?x"): resolved by the browser against the
-		// public URL, which is already under prefix.
+		// public URL, which is already under prefix. Browsers trim spaces
+		// and read a backslash as '/', so " //evil" could leave it.
+		if strings.HasPrefix(loc, "//") || strings.ContainsAny(loc, "\\ \t\r\n\f") {
+			return prefix + "/"
+		}
 		return loc
 	}
 	path := u.EscapedPath()
