@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -124,6 +125,12 @@ func TestOIDCGateway(t *testing.T) {
 		if _, err := gw.Apps(ctx, c); err != nil {
 			t.Errorf("app list after sign-in: %v", err)
 		}
+		// The gateway's access log names the user of each request.
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if _, _, err := gw.Watch.WaitFor(wctx, regexp.MustCompile(`/api/v1/applications".*"user": "alice"`), nil); err != nil {
+			t.Errorf("no request as alice in the gateway log: %v", err)
+		}
 	})
 
 	t.Run("bearer JWT", func(t *testing.T) {
@@ -134,6 +141,11 @@ func TestOIDCGateway(t *testing.T) {
 		c := &http.Client{Timeout: 30 * time.Second, Transport: bearer{tok}}
 		if _, err := gw.Apps(ctx, c); err != nil {
 			t.Errorf("app list with a bearer JWT: %v", err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if _, _, err := gw.Watch.WaitFor(wctx, regexp.MustCompile(`/api/v1/applications".*"user": "svc-reporter"`), nil); err != nil {
+			t.Errorf("no request as svc-reporter in the gateway log: %v", err)
 		}
 		bad := &http.Client{Timeout: 30 * time.Second, Transport: bearer{tok[:len(tok)-4] + "AAAA"}}
 		if _, err := gw.Apps(ctx, bad); err == nil {
