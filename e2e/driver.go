@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -42,6 +44,9 @@ type Driver struct {
 	// seen in the log file.
 	UILineAt time.Time
 	ReadyAt  time.Time
+	// servingAt receives when the driver's /api/v1/applications first
+	// answered JSON (Spark serves a "starting up" page before that).
+	servingAt chan time.Time
 }
 
 var (
@@ -98,6 +103,13 @@ func StartDriver(ctx context.Context, root string, home SparkHome, opt DriverOpt
 	}
 	d.UIPort, _ = strconv.Atoi(m[1])
 	d.UILineAt = at
+	d.servingAt = make(chan time.Time, 1)
+	go func() {
+		if err := waitJSON(ctx, d.UIURL()+"/api/v1/applications"); err == nil {
+			d.servingAt <- time.Now()
+		}
+		close(d.servingAt)
+	}()
 	m, _, err = d.Watch.WaitFor(ctx, reE2EApp, p.Exited)
 	if err != nil {
 		d.Kill()
@@ -118,6 +130,31 @@ func (d *Driver) WaitReady(ctx context.Context) error {
 	}
 	d.ReadyAt = at
 	return nil
+}
+
+// ServingAt returns when the driver's REST API first answered JSON.
+func (d *Driver) ServingAt() (time.Time, bool) {
+	at, ok := <-d.servingAt
+	return at, ok
+}
+
+// waitJSON polls url every 20 ms until it answers 200 with a JSON body.
+func waitJSON(ctx context.Context, url string) error {
+	c := &http.Client{Timeout: 2 * time.Second}
+	for {
+		resp, err := c.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK && strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", url, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // UIURL is the driver UI on loopback.

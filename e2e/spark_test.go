@@ -96,6 +96,10 @@ func (s *suite) runVersion(t *testing.T, home SparkHome) {
 	}
 	t.Logf("driver %s (%s): SparkUI line after %v, jobs done after %v; UI %s (host %s)",
 		d.AppID, home.Version, uiLine.Round(time.Millisecond), d.ReadyAt.Sub(t1).Round(time.Millisecond), d.UIURL(), d.UIHost)
+	if at, ok := d.ServingAt(); ok {
+		t.Logf("driver REST API answered %v after the SparkUI line (Spark's own start-up share of discovery lag)", at.Sub(d.UILineAt).Round(time.Millisecond))
+		_ = RecordFigure(s.outDir, "driver_rest_after_ui_line_"+home.Version, at.Sub(d.UILineAt))
+	}
 	_ = RecordFigure(s.outDir, "driver_ui_line_after_start_"+home.Version, uiLine)
 	_ = RecordFigure(s.outDir, "driver_ready_after_start_"+home.Version, d.ReadyAt.Sub(t1))
 
