@@ -23,12 +23,17 @@ var identityHeaders = []string{
 	"X-Client-Ip",
 	"True-Client-Ip",
 	"Cf-Connecting-Ip",
+	// Spark honours none of these, but a filter or proxy in front of it
+	// might turn a GET the guard let through into something else.
+	"X-Http-Method-Override",
+	"X-Http-Method",
+	"X-Method-Override",
 }
 
 // StripRequest removes from an outbound request everything the client must
 // not pass to Spark: identity and forwarding headers (every X-Forwarded-*,
 // Forwarded, X-Real-IP, X-Remote-User, Remote-User, every X-Auth-Request-*,
-// X-Client-IP, True-Client-IP, CF-Connecting-IP,
+// X-Client-IP, True-Client-IP, CF-Connecting-IP, the method-override headers,
 // Authorization, Proxy-Authorization, and any header named in Connection),
 // gateway cookies (names starting with CookiePrefix; other cookies are kept),
 // and the doAs query parameter in any case. It mutates h and returns the

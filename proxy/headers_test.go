@@ -18,7 +18,8 @@ func TestStripRequestHeaders(t *testing.T) {
 		"X-Forwarded-Groups", "X-Forwarded-Preferred-Username", "X-Forwarded-Access-Token",
 		"Forwarded", "X-Real-Ip", "X-Remote-User", "Remote-User",
 		"X-Auth-Request-User", "X-Auth-Request-Email", "X-Auth-Request-Groups", "X-Auth-Request-Access-Token",
-		"Authorization", "Proxy-Authorization", "X-Client-Ip", "True-Client-Ip",
+		"Authorization", "Proxy-Authorization", "X-Client-Ip", "True-Client-Ip", "Cf-Connecting-Ip",
+		"X-Http-Method-Override", "X-Http-Method", "X-Method-Override",
 	} {
 		forged.Add(name, "admin")
 	}

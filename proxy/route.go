@@ -233,9 +233,10 @@ func ValidAttemptID(s string) bool {
 }
 
 // ValidServerName reports whether s may name a History Server:
-// ^[a-z0-9][a-z0-9-]{0,30}$.
+// ^[a-z0-9][a-z0-9-]{0,30}$, except "proxy" and "history", which Spark's
+// JavaScript would take for its own markers in /hs/<name>/history/<id>/.
 func ValidServerName(s string) bool {
-	if len(s) == 0 || len(s) > 31 {
+	if len(s) == 0 || len(s) > 31 || s == "proxy" || s == "history" {
 		return false
 	}
 	for i := 0; i < len(s); i++ {

@@ -79,6 +79,8 @@ func TestParseRouteRejects(t *testing.T) {
 		"/app/x//jobs/",
 		"/proxy/%2e/",
 		"/hs/Main/",
+		"/hs/proxy/history/app-1/jobs/",
+		"/hs/history/",
 		"/hs/-main/",
 		"/hs/main_1/",
 		"/hs/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/", // 32 chars
