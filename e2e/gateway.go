@@ -179,21 +179,21 @@ func (g *Gateway) Apps(ctx context.Context, client *http.Client) ([]GatewayApp, 
 	return apps, nil
 }
 
-// WaitListed polls the app list every 50 ms until appID is in it and
-// returns when it first was.
-func (g *Gateway) WaitListed(ctx context.Context, client *http.Client, appID string) (time.Time, error) {
+// WaitListed polls the app list every 50 ms until an app for which match
+// returns true is in it, and returns its id and when it first was listed.
+func (g *Gateway) WaitListed(ctx context.Context, client *http.Client, match func(id string) bool) (string, time.Time, error) {
 	for {
 		apps, err := g.Apps(ctx, client)
 		if err == nil {
 			for _, a := range apps {
-				if a.ID == appID {
-					return time.Now(), nil
+				if match(a.ID) {
+					return a.ID, time.Now(), nil
 				}
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return time.Time{}, fmt.Errorf("gateway never listed %s (last error %v): %w", appID, err, ctx.Err())
+			return "", time.Time{}, fmt.Errorf("gateway never listed the app (last error %v): %w", err, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

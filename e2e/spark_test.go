@@ -65,6 +65,21 @@ func (s *suite) runVersion(t *testing.T, home SparkHome) {
 		gwClient = NoRedirectClient(jar)
 	}
 
+	// Time discovery from the SparkUI log line to the gateway's app list:
+	// poll from before the driver starts (the gateway knows no other app).
+	type listed struct {
+		id  string
+		at  time.Time
+		err error
+	}
+	listedCh := make(chan listed, 1)
+	if gw != nil {
+		go func() {
+			id, at, err := gw.WaitListed(ctx, gwClient, func(string) bool { return true })
+			listedCh <- listed{id, at, err}
+		}()
+	}
+
 	t1 := time.Now()
 	d, err := StartDriver(ctx, s.root, home, DriverOptions{
 		Name:     "e2e-" + strings.ReplaceAll(home.Version, ".", "_"),
@@ -76,20 +91,6 @@ func (s *suite) runVersion(t *testing.T, home SparkHome) {
 	}
 	t.Cleanup(d.Kill)
 	uiLine := d.UILineAt.Sub(t1)
-
-	// Time discovery from the SparkUI log line to the gateway's app list,
-	// polling from now on while the driver runs its jobs.
-	type listed struct {
-		at  time.Time
-		err error
-	}
-	listedCh := make(chan listed, 1)
-	if gw != nil {
-		go func() {
-			at, err := gw.WaitListed(ctx, gwClient, d.AppID)
-			listedCh <- listed{at, err}
-		}()
-	}
 
 	if err := d.WaitReady(ctx); err != nil {
 		t.Fatal(err)
@@ -110,6 +111,9 @@ func (s *suite) runVersion(t *testing.T, home SparkHome) {
 			l := <-listedCh
 			if l.err != nil {
 				t.Fatal(l.err)
+			}
+			if l.id != d.AppID {
+				t.Fatalf("gateway listed %q; want %q", l.id, d.AppID)
 			}
 			lag := l.at.Sub(d.UILineAt)
 			t.Logf("discovery: app %s listed %v after the SparkUI line appeared in its log", d.AppID, lag.Round(time.Millisecond))
