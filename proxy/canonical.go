@@ -47,6 +47,15 @@ func CanonicalPath(escapedPath string) (string, error) {
 	if len(escapedPath) > maxPathLen {
 		return "", badRequest("request path too long")
 	}
+	if strings.IndexByte(escapedPath, '%') < 0 {
+		// Nothing to decode: check in place and return the input itself.
+		for i := 0; i < len(escapedPath); i++ {
+			if err := checkPathByte(escapedPath[i]); err != nil {
+				return "", err
+			}
+		}
+		return checkSegments(escapedPath)
+	}
 	var b strings.Builder
 	b.Grow(len(escapedPath))
 	for i := 0; i < len(escapedPath); i++ {
@@ -69,7 +78,12 @@ func CanonicalPath(escapedPath string) (string, error) {
 		}
 		b.WriteByte(c)
 	}
-	p := b.String()
+	return checkSegments(b.String())
+}
+
+// checkSegments refuses a decoded path that is not UTF-8 or has an empty,
+// "." or ".." segment.
+func checkSegments(p string) (string, error) {
 	if !utf8.ValidString(p) {
 		return "", badRequest("path is not valid UTF-8")
 	}

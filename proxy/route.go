@@ -99,9 +99,10 @@ func ParseRoute(escapedPath string) (Route, error) {
 		if first == "proxy" {
 			k = KindProxy
 		}
-		return Route{Kind: k, AppID: id, Prefix: "/" + first + "/" + id, Path: tail}, nil
+		// p starts with "/<first>/<id>": slice it rather than build it.
+		return Route{Kind: k, AppID: id, Prefix: p[:2+len(first)+len(id)], Path: tail}, nil
 	case "hs":
-		return parseHistoryServer(rest)
+		return parseHistoryServer(p, rest)
 	case "history":
 		id, tail, ok := cutSegment(rest)
 		if !ok {
@@ -119,8 +120,8 @@ func ParseRoute(escapedPath string) (Route, error) {
 		if rest == "/v1/applications" || rest == "/v1/applications/" {
 			return Route{Kind: KindAPIList, Path: p}, nil
 		}
-		if tail, ok := strings.CutPrefix(rest, "/v1/applications/"); ok {
-			id, after, _ := cutSegment("/" + tail)
+		if strings.HasPrefix(rest, "/v1/applications/") {
+			id, after, _ := cutSegment(rest[len("/v1/applications"):])
 			if !ValidAppID(id) {
 				return Route{}, badRequest("invalid application id")
 			}
@@ -134,32 +135,33 @@ func ParseRoute(escapedPath string) (Route, error) {
 	return Route{Kind: KindNotFound, Path: p}, nil
 }
 
-// parseHistoryServer classifies rest, the canonical path after "/hs".
-func parseHistoryServer(rest string) (Route, error) {
+// parseHistoryServer classifies the canonical path p = "/hs" + rest.
+func parseHistoryServer(p, rest string) (Route, error) {
 	name, tail, ok := cutSegment(rest)
 	if !ok {
-		return Route{Kind: KindNotFound, Path: "/hs" + rest}, nil
+		return Route{Kind: KindNotFound, Path: p}, nil
 	}
 	if !ValidServerName(name) {
 		return Route{}, badRequest("invalid history server name")
 	}
-	r := Route{Kind: KindHistory, Server: name, Prefix: "/hs/" + name, Path: tail}
+	r := Route{Kind: KindHistory, Server: name, Prefix: p[:len("/hs/")+len(name)], Path: tail}
 	switch {
 	case tail == "/", tail == "/api/v1/applications", tail == "/api/v1/applications/",
 		tail == "/api/v1/version", strings.HasPrefix(tail, "/static/"):
 		return r, nil
 	}
 	var after string
-	if t, ok := strings.CutPrefix(tail, "/history/"); ok {
-		after = "/" + t
-	} else if t, ok := strings.CutPrefix(tail, "/api/v1/applications/"); ok {
-		after = "/" + t
-	} else {
-		return Route{Kind: KindNotFound, Path: "/hs" + rest}, nil
+	switch {
+	case strings.HasPrefix(tail, "/history/"):
+		after = tail[len("/history"):]
+	case strings.HasPrefix(tail, "/api/v1/applications/"):
+		after = tail[len("/api/v1/applications"):]
+	default:
+		return Route{Kind: KindNotFound, Path: p}, nil
 	}
 	id, after, ok := cutSegment(after)
 	if !ok {
-		return Route{Kind: KindNotFound, Path: "/hs" + rest}, nil
+		return Route{Kind: KindNotFound, Path: p}, nil
 	}
 	if !ValidAppID(id) {
 		return Route{}, badRequest("invalid application id")
@@ -173,11 +175,11 @@ func parseHistoryServer(rest string) (Route, error) {
 
 // splitFirst splits "/a/b/c" into "a" and "/b/c"; "/a" into "a" and "".
 func splitFirst(p string) (string, string) {
-	seg, tail, found := strings.Cut(p[1:], "/")
+	seg, _, found := strings.Cut(p[1:], "/")
 	if !found {
 		return seg, ""
 	}
-	return seg, "/" + tail
+	return seg, p[1+len(seg):]
 }
 
 // cutSegment takes the first segment of rest ("/<seg>[/...]"): it returns
@@ -187,11 +189,11 @@ func cutSegment(rest string) (seg, tail string, ok bool) {
 	if rest == "" || rest == "/" {
 		return "", "/", false
 	}
-	seg, t, found := strings.Cut(rest[1:], "/")
+	seg, _, found := strings.Cut(rest[1:], "/")
 	if !found {
 		return seg, "/", seg != ""
 	}
-	return seg, "/" + t, seg != ""
+	return seg, rest[1+len(seg):], seg != ""
 }
 
 // ValidAppID reports whether s has the shape of a Spark application id.
