@@ -38,8 +38,9 @@ var (
 //     decommission (the segments Guard refuses), with its content;
 //   - a <form> whose action has such a segment (the Standalone Master's
 //     "app/kill/" and "driver/kill/" forms), with its content;
-//   - a <button> with such a formaction or class, with its content, and an
-//     <input> or <area> with such a formaction or href.
+//   - a <button> with such a formaction or class, with its content, an
+//     <input> or <area> with such a formaction or href (also xlink:href on
+//     SVG anchors), and a <meta> refresh to such a URL.
 //
 // An element being removed ends at its own end tag, at an end tag of an
 // element it did not open (its parent closing), at EOF, and an <a> also at
@@ -368,7 +369,7 @@ var rawTextElements = []string{"iframe", "noembed", "noframes", "noscript", "pla
 
 func isControlCandidate(name []byte) bool {
 	switch string(name) {
-	case "a", "form", "button", "input", "area":
+	case "a", "form", "button", "input", "area", "meta":
 		return true
 	}
 	return false
@@ -447,9 +448,17 @@ func isKillControl(z *html.Tokenizer, name string) bool {
 					}
 				}
 			}
-		case "href":
+		case "href", "xlink:href":
 			if (name == "a" || name == "area") && isKillURL(string(val)) {
 				return true
+			}
+		case "content":
+			// <meta http-equiv="refresh" content="0; url=...">
+			if name == "meta" {
+				v := string(val)
+				if i := strings.Index(strings.ToLower(v), "url="); i >= 0 && isKillURL(strings.Trim(v[i+4:], "'\" ")) {
+					return true
+				}
 			}
 		case "action":
 			if name == "form" && isKillURL(string(val)) {
