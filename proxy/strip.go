@@ -47,6 +47,12 @@ var (
 // the next <a> start tag, as an HTML parser would end it. Text inside
 // script, style and other raw-text elements is never inspected.
 //
+// The tokenizer holds one token at a time, and at most maxTokenBuf (1 MiB)
+// of it: a longer text or script token is copied through in pieces; a
+// longer start tag of <a>, <form> or <button> cannot be judged and its
+// element is removed; any other longer tag is copied and its tail is read
+// as text.
+//
 // dst is written only from inside Write and Close, never concurrently with
 // the caller. The caller must call Close, also on error paths; a stripper
 // that is dropped without Close stops its goroutine when it is collected.
@@ -215,8 +221,16 @@ func (st *stripState) run(r *chanReader) error {
 				// The tokenizer's fragment mode reads script and style as
 				// plaintext, so the context is restored by a synthetic start
 				// tag that is dropped again (script escape states are lost).
-				if st.skip == "" {
-					st.emit(z.Raw())
+				if raw := z.Raw(); st.skip == "" {
+					// An oversized start tag of a control cannot be judged:
+					// remove the element rather than risk passing it.
+					if name := oversizedControl(raw); name != "" {
+						st.skip = name
+						st.inner = st.inner[:0]
+						st.innerOverflow = 0
+					} else {
+						st.emit(raw)
+					}
 				}
 				var pre []byte
 				if st.rawCtx != "" {
@@ -232,10 +246,21 @@ func (st *stripState) run(r *chanReader) error {
 			}
 		}
 		st.token(z, tt)
-		if st.w.Buffered() == 0 && st.err != nil {
-			return st.err
-		}
 	}
+}
+
+// oversizedControl returns the name of the element whose start tag raw
+// begins, if it is one that may be a kill control and has content.
+func oversizedControl(raw []byte) string {
+	if len(raw) < 2 || raw[0] != '<' || !('a' <= raw[1]|0x20 && raw[1]|0x20 <= 'z') {
+		return ""
+	}
+	var lname [16]byte
+	name := lowerName(lname[:0], raw[1:])
+	if !isControlCandidate(name) || isVoid(name) {
+		return ""
+	}
+	return string(name)
 }
 
 func (st *stripState) emit(b []byte) {

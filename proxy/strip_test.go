@@ -222,6 +222,8 @@ func TestStripperLargeToken(t *testing.T) {
 		{"script", "<script>" + big + "<a class=kill-link>k</a></script><a class=kill-link>k</a>.",
 			"<script>" + big + "<a class=kill-link>k</a></script>."},
 		{"inside removed", "<a class=kill-link>" + big + "</a>.", "."},
+		{"oversized anchor tag removed", `<p><a class=kill-link title="` + big + `">(kill)</a>.</p>`, "<p>.</p>"},
+		{"oversized div tag kept", `<div title="` + big + `">x</div>`, `<div title="` + big + `">x</div>`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
