@@ -43,6 +43,9 @@ func (s *suite) checkGatewayCrawl(t *testing.T, gw *Gateway, c *http.Client, d *
 	for _, l := range rep.Leaks {
 		t.Errorf("leak: %v", l)
 	}
+	for _, l := range rep.Offsite {
+		t.Errorf("link leaves the gateway: %v", l)
+	}
 	for _, l := range rep.KillLinks {
 		t.Errorf("kill link shown through the gateway: %v", l)
 	}
@@ -123,6 +126,9 @@ func (s *suite) checkGatewayHistory(t *testing.T, gw *Gateway, c *http.Client, h
 	}
 	for _, l := range rep.Leaks {
 		t.Errorf("leak: %v", l)
+	}
+	for _, l := range rep.Offsite {
+		t.Errorf("link leaves the gateway: %v", l)
 	}
 	for _, l := range rep.KillLinks {
 		t.Errorf("kill link on a finished app: %v", l)

@@ -56,6 +56,19 @@ func (s *suite) versionDir(t *testing.T, version string) (dir, events, logs stri
 	return dir, events, logs
 }
 
+// freshDir returns an empty e2e/out/<name>.
+func (s *suite) freshDir(t *testing.T, name string) string {
+	t.Helper()
+	dir := filepath.Join(s.outDir, name)
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // ctxFor returns a context that ends shortly before the test's deadline.
 func ctxFor(t *testing.T, d time.Duration) context.Context {
 	t.Helper()

@@ -22,7 +22,7 @@ import (
 func TestOIDC(t *testing.T) {
 	s := newSuite(t)
 	ctx := ctxFor(t, 5*time.Minute)
-	dir := filepath.Join(s.outDir, "oidc")
+	dir := s.freshDir(t, "oidc")
 	const secret = "e2e-client-secret-not-secret"
 	op, err := StartOIDC(ctx, s.root, dir, secret, nil, nil)
 	if err != nil {
@@ -68,10 +68,7 @@ func TestOIDCGateway(t *testing.T) {
 		t.Skip("SPARKGATE_E2E_NO_GATEWAY is set")
 	}
 	ctx := ctxFor(t, 5*time.Minute)
-	dir := filepath.Join(s.outDir, "oidc-gateway")
-	if err := mkdir(dir); err != nil {
-		t.Fatal(err)
-	}
+	dir := s.freshDir(t, "oidc-gateway")
 	const secret = "e2e-client-secret-not-secret"
 	gwPort, err := FreePort()
 	if err != nil {
@@ -130,6 +127,28 @@ func TestOIDCGateway(t *testing.T) {
 		defer cancel()
 		if _, _, err := gw.Watch.WaitFor(wctx, regexp.MustCompile(`/api/v1/applications".*"user": "alice"`), nil); err != nil {
 			t.Errorf("no request as alice in the gateway log: %v", err)
+		}
+	})
+
+	t.Run("chromium as bob", func(t *testing.T) {
+		b, err := NewBrowser(ctx, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		// A deep link must survive the sign-in round trip.
+		want := gw.URL + "/?q=deep-link"
+		final, err := b.Login(want, op.Issuer, "bob", 60*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if final != want {
+			t.Errorf("after sign-in the browser is at %s; want %s", final, want)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if _, _, err := gw.Watch.WaitFor(wctx, regexp.MustCompile(`signed in.*"user": "bob"`), nil); err != nil {
+			t.Errorf("the gateway did not sign bob in: %v", err)
 		}
 	})
 
