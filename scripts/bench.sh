@@ -1,0 +1,287 @@
+#!/usr/bin/env bash
+# Benchmarks of sparkgate (make bench): wrk load on loopback against a fast
+# static Spark UI and a real Spark driver, directly and through sparkgate;
+# sparkgate's authentication overhead; sparkgate against oauth2-proxy, both
+# signed in through the same real OpenID provider (e2e/oidc); peak RSS; the
+# Go benchmarks; the stripper's memory on a 50 MiB page. Every figure is
+# reported with its ratio to a baseline measured in the same run, because
+# absolute numbers on a shared machine are noise.
+#
+# Writes bench/out/report.md (and the raw output beside it) and prints the
+# report. Every load is bounded in time and runs on 127.0.0.1 only; every
+# process started here is stopped on exit.
+#
+# Environment: BENCH_DURATION (wrk run, default 10s), BENCH_THREADS (2),
+# BENCH_CONNECTIONS (32), BENCH_SPARK (Spark version under .cache/spark,
+# default 3.5.9), BENCH_GO (1 runs the Go benchmarks, default 1).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+
+duration="${BENCH_DURATION:-10s}"
+threads="${BENCH_THREADS:-2}"
+conns="${BENCH_CONNECTIONS:-32}"
+spark_version="${BENCH_SPARK:-3.5.9}"
+run_go="${BENCH_GO:-1}"
+o2p_version="v7.15.6"
+static_id="local-1700000000001" # the static upstream's app id, distinct from the driver's
+
+out="bench/out"
+rm -rf "$out"
+mkdir -p "$out/wrk" "$out/logs" "$out/bin" "$out/capture" "$out/conf"
+chmod 700 "$out/conf"
+figures="$out/figures.tsv"
+meta="$out/meta.tsv"
+: >"$figures"
+: >"$meta"
+
+log() { printf 'bench: %s\n' "$*" >&2; }
+note() { printf '%s\t%s\n' "$1" "$2" >>"$meta"; }
+
+# --- processes -------------------------------------------------------------
+pids=()
+stop_file="$out/driver.stop"
+last_pid=""
+start_bg() { # start_bg NAME CMD... : runs CMD with output in logs/NAME.log
+  local name="$1"
+  shift
+  "$@" >"$out/logs/$name.log" 2>&1 &
+  last_pid=$!
+  pids+=("$last_pid")
+}
+stop_pid() { # stop_pid PID : TERM, then KILL after 5 s
+  local pid="$1" i
+  kill -TERM "$pid" 2>/dev/null || return 0
+  for i in $(seq 50); do
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  kill -KILL "$pid" 2>/dev/null || true
+}
+driver_pid=""
+stop_all() {
+  touch "$stop_file" 2>/dev/null || true
+  local pid i
+  # The driver stops itself (spark.stop()) when it sees the stop file.
+  if [ -n "$driver_pid" ]; then
+    for i in $(seq 100); do kill -0 "$driver_pid" 2>/dev/null || break; sleep 0.1; done
+  fi
+  for pid in "${pids[@]}"; do stop_pid "$pid"; done
+  pids=()
+}
+trap stop_all EXIT
+
+wait_log() { # wait_log FILE REGEX SECONDS PID : until FILE matches REGEX
+  local file="$1" re="$2" secs="$3" pid="$4" i
+  for i in $(seq $((secs * 5))); do
+    grep -Eq "$re" "$file" 2>/dev/null && return 0
+    kill -0 "$pid" 2>/dev/null || { log "process $pid exited; tail of $file:"; tail -20 "$file" >&2; return 1; }
+    sleep 0.2
+  done
+  log "timed out waiting for /$re/ in $file"
+  tail -20 "$file" >&2
+  return 1
+}
+wait_http() { # wait_http URL SECONDS [CURL ARGS...] : until URL answers 200
+  local url="$1" secs="$2" i
+  shift 2
+  for i in $(seq $((secs * 5))); do
+    [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$@" "$url" || true)" = 200 ] && return 0
+    sleep 0.2
+  done
+  log "timed out waiting for 200 from $url"
+  return 1
+}
+rss() { # rss PID KEY NAME : VmHWM or VmRSS of PID into figures
+  local kb
+  kb="$(awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status" 2>/dev/null || true)"
+  [ -n "$kb" ] && printf '%s\t%s\tkB\n' "$3" "$kb" >>"$figures"
+  return 0
+}
+
+# run_wrk NAME URL EXPECT [wrk args...] : a bounded warm-up, then the
+# measured run; EXPECT is the status one curl must get first, so that a
+# broken sign-in is not measured as a fast error page.
+run_wrk() {
+  local name="$1" url="$2" expect="$3"
+  shift 3
+  local hdr=() code
+  if [ $# -gt 0 ]; then hdr=("$@"); fi
+  code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "${hdr[@]}" "$url" || true)"
+  if [ "$code" != "$expect" ]; then
+    log "$name: $url answered $code; want $expect; not measured"
+    printf '# url %s\nprecheck: status %s, want %s\n' "$url" "$code" "$expect" >"$out/wrk/$name.txt"
+    return 0
+  fi
+  wrk -t1 -c"$conns" -d1s "${hdr[@]}" "$url" >/dev/null 2>&1 || true
+  log "$name: wrk -t$threads -c$conns -d$duration $url"
+  {
+    printf '# url %s\n' "$url"
+    wrk -t"$threads" -c"$conns" -d"$duration" --timeout 5s --latency "${hdr[@]}" "$url" 2>&1 || true
+  } >"$out/wrk/$name.txt"
+  grep -E 'Requests/sec|99%' "$out/wrk/$name.txt" | tr -s ' ' | paste -sd' ' | sed "s/^/bench:   /" >&2
+}
+
+# --- prerequisites -------------------------------------------------------
+started="$(date +%s)"
+if ! command -v wrk >/dev/null; then
+  log "installing wrk"
+  if [ "$(id -u)" = 0 ]; then apt-get install -y wrk >/dev/null; else sudo apt-get install -y wrk >/dev/null; fi
+fi
+[ -x bin/sparkgate ] || make build
+have_oidc=1
+scripts/setup-oidc.sh >&2 || { log "no OIDC provider: oauth2-proxy comparison skipped"; have_oidc=0; }
+if [ "$have_oidc" = 1 ] && ! go version -m bin/oauth2-proxy 2>/dev/null | grep -q "oauth2-proxy/v7[[:space:]]*$o2p_version"; then
+  log "installing oauth2-proxy $o2p_version into bin/"
+  GOBIN="$root/bin" go install "github.com/oauth2-proxy/oauth2-proxy/v7@$o2p_version"
+fi
+venv=".cache/spark/$spark_version/venv"
+pyspark_home="$venv/lib/python3.11/site-packages/pyspark"
+have_spark=1
+[ -x "$venv/bin/spark-submit" ] || { log "no Spark $spark_version in $venv (scripts/setup-spark.sh): real-driver runs skipped"; have_spark=0; }
+
+# The driver takes ~10 s to start: start it first, build meanwhile.
+if [ "$have_spark" = 1 ]; then
+  start_bg driver env PYSPARK_PYTHON="$root/$venv/bin/python" PYSPARK_DRIVER_PYTHON="$root/$venv/bin/python" \
+    SPARK_HOME="$root/$pyspark_home" \
+    "$venv/bin/spark-submit" --master 'local[2]' \
+    --conf spark.ui.port=0 --conf spark.driver.host=127.0.0.1 --conf spark.driver.bindAddress=127.0.0.1 \
+    --conf spark.ui.showConsoleProgress=false \
+    bench/spark/driver.py --stop-file "$stop_file" --max-seconds 600
+  driver_pid="$last_pid"
+fi
+go build -o "$out/bin/" ./bench/cmd/...
+B="$out/bin"
+
+note "date" "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+note "machine" "$(nproc) cores ($(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)), shared with other work; load average at start $(cut -d' ' -f1-3 /proc/loadavg)"
+note "versions" "sparkgate $(git describe --always --dirty 2>/dev/null || echo dev), $(go version | cut -d' ' -f3), oauth2-proxy $o2p_version, Spark $spark_version, $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2)"
+note "wrk" "$threads threads, $conns connections, $duration per run after a 1 s warm-up, 127.0.0.1"
+
+read -r sg_port sgo_port o2p_port oidc_port < <("$B/freeport" -n 4 | paste -sd' ')
+
+# --- upstreams -------------------------------------------------------------
+driver_url="" driver_id=""
+if [ "$have_spark" = 1 ] && wait_log "$out/logs/driver.log" 'BENCH ready' 120 "$driver_pid"; then
+  line="$(grep -m1 'BENCH ready' "$out/logs/driver.log")"
+  driver_id="$(sed -E 's/.*app_id=([^ ]+).*/\1/' <<<"$line")"
+  driver_url="$(sed -E 's/.*ui=([^ ]+).*/\1/' <<<"$line")"
+  log "driver $driver_id at $driver_url"
+  c="$out/capture"
+  curl -sf --max-time 10 -o "$c/jobs.html" "$driver_url/jobs/" &&
+    curl -sf --max-time 10 -o "$c/applications.json" "$driver_url/api/v1/applications" &&
+    curl -sf --max-time 10 -o "$c/environment.json" "$driver_url/api/v1/applications/$driver_id/environment" &&
+    curl -sf --max-time 10 -o "$c/jobs.json" "$driver_url/api/v1/applications/$driver_id/jobs" ||
+    { log "capture from the driver failed; the static upstream serves proxy/testdata"; rm -f "$c"/*; }
+fi
+note "static page" "$([ -s "$out/capture/jobs.html" ] && echo "/jobs/ captured from the Spark $spark_version driver of this run" || echo "proxy/testdata/spark-3.5.9-jobs.html"), $(wc -c <"$([ -s "$out/capture/jobs.html" ] && echo "$out/capture/jobs.html" || echo proxy/testdata/spark-3.5.9-jobs.html)") bytes"
+
+start_bg sparkstatic "$B/sparkstatic" -dir "$out/capture" -jobs-html proxy/testdata/spark-3.5.9-jobs.html -id "$static_id"
+static_pid="$last_pid"
+wait_log "$out/logs/sparkstatic.log" 'url=' 10 "$static_pid"
+static_url="$(sed -n 's/.*url=//p' "$out/logs/sparkstatic.log")"
+
+# --- sparkgate, local mode ---------------------------------------------------
+sg="http://127.0.0.1:$sg_port"
+{
+  echo "listen: 127.0.0.1:$sg_port"
+  echo "auth: {mode: local}"
+  echo "discovery:"
+  echo "  interval: 2s"
+  echo "  static:"
+  echo "    - $static_url"
+  [ -n "$driver_url" ] && echo "    - $driver_url"
+} >"$out/conf/sparkgate-local.yaml"
+start_bg sparkgate bin/sparkgate -config "$out/conf/sparkgate-local.yaml"
+sg_pid="$last_pid"
+wait_log "$out/logs/sparkgate.log" 'oauth2/token\?token=' 20 "$sg_pid"
+token_url="$(grep -Eom1 'http://[^ ]+/oauth2/token\?token=[0-9a-f]+' "$out/logs/sparkgate.log")"
+cookie="$("$B/login" -start "$token_url" -cookie _sparkgate_session)"
+H=(-H "Cookie: $cookie")
+wait_http "$sg/app/$static_id/jobs/" 30 "${H[@]}"
+[ -n "$driver_id" ] && wait_http "$sg/app/$driver_id/jobs/" 30 "${H[@]}"
+rss "$sg_pid" VmHWM rss.sparkgate.start.vmhwm
+
+# a. static upstream, direct vs through sparkgate
+run_wrk static-direct "$static_url/jobs/" 200
+run_wrk static-gateway "$sg/app/$static_id/jobs/" 200 "${H[@]}"
+# b. real driver, direct vs through sparkgate
+if [ -n "$driver_id" ]; then
+  run_wrk driver-jobs-direct "$driver_url/jobs/" 200
+  run_wrk driver-jobs-gateway "$sg/app/$driver_id/jobs/" 200 "${H[@]}"
+  run_wrk driver-api-direct "$driver_url/api/v1/applications/$driver_id/jobs" 200
+  run_wrk driver-api-gateway "$sg/api/v1/applications/$driver_id/jobs" 200 "${H[@]}"
+  touch "$stop_file" # the driver's JVM is not needed any more
+fi
+# c. authentication overhead: no session (a sign-in challenge), health
+code="$(curl -s -o /dev/null -w '%{http_code}' "$sg/app/$static_id/jobs/")"
+run_wrk auth-none "$sg/app/$static_id/jobs/" "$code"
+note "no-session answer" "HTTP $code"
+run_wrk healthz "$sg/_/healthz" 200
+# e. memory under load
+rss "$sg_pid" VmHWM rss.sparkgate.end.vmhwm
+rss "$sg_pid" VmRSS rss.sparkgate.end.vmrss
+stop_pid "$sg_pid"
+
+# --- d. sparkgate and oauth2-proxy behind the same OpenID provider -----------
+if [ "$have_oidc" = 1 ]; then
+  secret="$(head -c 24 /dev/urandom | base64 | tr -d '/+=')"
+  cp e2e/oidc/server.mjs .cache/oidc/bench-server.mjs
+  start_bg oidc env OIDC_CLIENT_SECRET="$secret" \
+    OIDC_REDIRECT_URIS="http://127.0.0.1:$o2p_port/oauth2/callback,http://127.0.0.1:$sgo_port/oauth2/callback" \
+    node .cache/oidc/bench-server.mjs "$oidc_port"
+  issuer="http://127.0.0.1:$oidc_port"
+  wait_http "$issuer/.well-known/openid-configuration" 30
+
+  start_bg oauth2-proxy bin/oauth2-proxy \
+    --http-address="127.0.0.1:$o2p_port" \
+    --provider=oidc --oidc-issuer-url="$issuer" \
+    --client-id=sparkgate --client-secret="$secret" --code-challenge-method=S256 \
+    --redirect-url="http://127.0.0.1:$o2p_port/oauth2/callback" \
+    --cookie-secret="$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')" --cookie-secure=false \
+    --email-domain='*' --skip-provider-button=true \
+    --upstream="$static_url/"
+  o2p_pid="$last_pid"
+  wait_http "http://127.0.0.1:$o2p_port/ping" 30
+
+  cat >"$out/conf/sparkgate-oidc.yaml" <<EOF
+listen: 127.0.0.1:$sgo_port
+auth:
+  mode: oidc
+  oidc: {issuer: "$issuer", client_id: sparkgate}
+discovery:
+  interval: 2s
+  static: ["$static_url"]
+EOF
+  start_bg sparkgate-oidc env SPARKGATE_OIDC_CLIENT_SECRET="$secret" \
+    SPARKGATE_SESSION_KEYS="$(head -c 32 /dev/urandom | base64)" \
+    bin/sparkgate -config "$out/conf/sparkgate-oidc.yaml"
+  sgo_pid="$last_pid"
+  wait_http "http://127.0.0.1:$sgo_port/_/healthz" 30
+
+  o2p_cookie="$("$B/login" -start "http://127.0.0.1:$o2p_port/oauth2/start?rd=%2F" -cookie _oauth2_proxy)" || o2p_cookie=""
+  sgo_cookie="$("$B/login" -start "http://127.0.0.1:$sgo_port/oauth2/login" -cookie _sparkgate)" || sgo_cookie=""
+  if [ -n "$sgo_cookie" ]; then
+    wait_http "http://127.0.0.1:$sgo_port/app/$static_id/jobs/" 30 -H "Cookie: $sgo_cookie" || true
+  fi
+  note "OIDC cookies" "oauth2-proxy ${#o2p_cookie} bytes, sparkgate ${#sgo_cookie} bytes (Cookie header)"
+  # Alternate so that drift in the machine's load hits both.
+  [ -n "$o2p_cookie" ] && run_wrk o2p "http://127.0.0.1:$o2p_port/jobs/" 200 -H "Cookie: $o2p_cookie"
+  [ -n "$sgo_cookie" ] && run_wrk sg-oidc "http://127.0.0.1:$sgo_port/app/$static_id/jobs/" 200 -H "Cookie: $sgo_cookie"
+  rss "$o2p_pid" VmHWM rss.oauth2-proxy.end.vmhwm
+  rss "$sgo_pid" VmHWM rss.sparkgate-oidc.end.vmhwm
+fi
+stop_all
+
+# --- Go benchmarks and the stripper's memory (no servers running) ------------
+if [ "$run_go" = 1 ]; then
+  log "go test -bench over ./proxy/... ./auth/... ./policy/..."
+  go test -run '^$' -bench . -benchmem -count 1 -timeout 10m ./proxy/... ./auth/... ./policy/... >"$out/gobench.txt" 2>&1 ||
+    log "go test -bench failed (see $out/gobench.txt); the report shows what ran"
+fi
+log "stripmem: 50 MiB page through the stripper and io.Copy"
+"$B/stripmem" -size $((50 << 20)) >>"$figures"
+
+note "wall time" "$(($(date +%s) - started)) s"
+"$B/report" -dir "$out" >"$out/report.md"
+cat "$out/report.md"
