@@ -31,6 +31,7 @@ const (
 
 var kindNames = [...]string{"index", "gateway", "auth", "app", "proxy", "history", "history-alias", "api-list", "api-app", "not-found"}
 
+// String names the kind for logs and metrics.
 func (k Kind) String() string {
 	if k >= 0 && int(k) < len(kindNames) {
 		return kindNames[k]

@@ -8,6 +8,7 @@ import (
 	"io"
 	"runtime"
 	"strings"
+	"sync"
 
 	"golang.org/x/net/html"
 )
@@ -21,6 +22,10 @@ const maxTokenBuf = 1 << 20
 // It is flushed at the end of every Write, so no output waits for later input
 // except the one token the tokenizer is still reading.
 const outBuf = 32 << 10
+
+// outPool holds the output buffers: a page is small next to 32 KiB, so
+// allocating one per response would dominate the stripper's allocations.
+var outPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, outBuf) }}
 
 var (
 	errStripperClosed = errors.New("html stripper: write after close")
@@ -62,12 +67,16 @@ func NewStripper(dst io.Writer) io.WriteCloser {
 	idle := make(chan struct{})
 	done := make(chan struct{})
 	abort := make(chan struct{})
-	st := &stripState{w: bufio.NewWriterSize(dst, outBuf)}
-	r := &chanReader{in: in, idle: idle, abort: abort, flush: st.w.Flush}
+	w := outPool.Get().(*bufio.Writer)
+	w.Reset(dst)
+	st := &stripState{w: w}
+	r := &chanReader{in: in, idle: idle, abort: abort, flush: w.Flush}
 	s := &stripper{in: in, idle: idle, done: done, st: st}
 	go func() {
 		// The goroutine must not reference s, or the cleanup never runs.
 		st.err = st.run(r)
+		w.Reset(nil)
+		outPool.Put(w)
 		close(done)
 	}()
 	runtime.AddCleanup(s, func(c chan struct{}) { close(c) }, abort)
