@@ -140,7 +140,7 @@ func (d *Driver) ServingAt() (time.Time, bool) {
 
 // waitJSON polls url every 20 ms until it answers 200 with a JSON body.
 func waitJSON(ctx context.Context, url string) error {
-	c := &http.Client{Timeout: 2 * time.Second}
+	c := &http.Client{Timeout: 500 * time.Millisecond}
 	for {
 		resp, err := c.Get(url)
 		if err == nil {
