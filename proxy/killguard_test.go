@@ -100,6 +100,38 @@ func TestGuardSpellings(t *testing.T) {
 	}
 }
 
+// TestGuardSpellingsJettyKills holds the spellings that a real Spark 3.5.9
+// driver (Jetty 9.4) answered with the kill handler's 302 to /jobs/ when
+// sent as GET /jobs/job/<spelling>?id=99 (checked with curl --path-as-is):
+// Jetty decodes %XX and %uXXXX, treats %2F as a separator, strips ";..."
+// path parameters and resolves dot segments. Spark 4.0.5 answered 405 for
+// the same list (its kill handlers take POST only). Each must be refused.
+func TestGuardSpellingsJettyKills(t *testing.T) {
+	t.Parallel()
+	g := Guard{AllowHeapHistogram: true, AllowThreadDump: true}
+	for _, p := range []string{
+		"/jobs/job/kill/",
+		"/jobs/job/%6Bill/",
+		"/jobs/job/kill;x/",
+		"/jobs/x/../job/kill/",
+		"/jobs/job/%2e%2e/job/kill/",
+		"/jobs%2Fjob%2Fkill/",
+		"/jobs/job/kill%2F",
+		"/jobs/job/kill%u002F",
+	} {
+		for _, method := range []string{"GET", "POST"} {
+			in := "/app/local-1700000000000" + p
+			r, err := ParseRoute(in)
+			if err != nil {
+				continue
+			}
+			if blocked, _ := g.Check(method, r.Path); !blocked {
+				t.Errorf("%s %q reaches Spark's kill handler: ParseRoute.Path = %q passes the guard", method, in, r.Path)
+			}
+		}
+	}
+}
+
 func TestKillTarget(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
