@@ -37,7 +37,7 @@ var stateChanging = []string{"kill", "killall", "hold", "resume", "decommission"
 func (g Guard) Check(method, canonicalPath string) (blocked bool, reason string) {
 	inAPI := false
 	rest := canonicalPath
-	for i := 0; rest != ""; i++ {
+	for rest != "" {
 		var seg string
 		seg, rest, _ = strings.Cut(rest, "/")
 		if seg == "" {
