@@ -337,8 +337,9 @@ func (st *stripState) skipToken(tt html.TokenType, name []byte) bool {
 	switch tt {
 	case html.StartTagToken, html.SelfClosingTagToken:
 		switch {
-		case st.skip == "a" && string(name) == "a":
-			// A new <a> closes the open one (HTML adoption agency).
+		case (st.skip == "a" || st.skip == "button") && string(name) == st.skip:
+			// A new <a> (or <button>) closes the open one, as the HTML
+			// tree builder does.
 			st.skip = ""
 			return true
 		case st.skip == "form" && string(name) == "form":

@@ -74,6 +74,7 @@ func TestStripper(t *testing.T) {
 		{"svg anchor", `<svg><a xlink:href="/jobs/job/kill/?id=1"><text>k</text></a></svg>`, `<svg></svg>`},
 		{"meta refresh", `<head><meta http-equiv="refresh" content="0; URL='/jobs/job/kill/?id=1'"></head>`, `<head></head>`},
 		{"meta refresh kept", `<meta http-equiv="refresh" content="5; url=/jobs/">`, `<meta http-equiv="refresh" content="5; url=/jobs/">`},
+		{"next button closes button", `<button class="kill-link">k<button>ok</button>`, `<button>ok</button>`},
 		{"input formaction", `<input type=submit formaction="/stages/stage/kill/">x`, `x`},
 		{"script untouched", `<script>var s = '<a class="kill-link" href="/jobs/job/kill/">(kill)</a>';</script>`,
 			`<script>var s = '<a class="kill-link" href="/jobs/job/kill/">(kill)</a>';</script>`},
