@@ -205,8 +205,16 @@ rss "$sg_pid" VmHWM rss.sparkgate.start.vmhwm
 # a. static upstream, direct vs through sparkgate
 run_wrk static-direct "$static_url/jobs/" 200
 run_wrk static-gateway "$sg/app/$static_id/jobs/" 200 "${H[@]}"
+# ... and its REST JSON, which the stripper does not touch
+run_wrk static-api-direct "$static_url/api/v1/applications/$static_id/jobs" 200
+run_wrk static-api-gateway "$sg/api/v1/applications/$static_id/jobs" 200 "${H[@]}"
 # b. real driver, direct vs through sparkgate
 if [ -n "$driver_id" ]; then
+  # A cold JVM is slower than a warm one: warm the driver's pages (bounded)
+  # so that the first measured run is not penalised.
+  log "warming the driver for 5 s"
+  wrk -t1 -c8 -d3s "$driver_url/jobs/" >/dev/null 2>&1 || true
+  wrk -t1 -c8 -d2s "$driver_url/api/v1/applications/$driver_id/jobs" >/dev/null 2>&1 || true
   run_wrk driver-jobs-direct "$driver_url/jobs/" 200
   run_wrk driver-jobs-gateway "$sg/app/$driver_id/jobs/" 200 "${H[@]}"
   run_wrk driver-api-direct "$driver_url/api/v1/applications/$driver_id/jobs" 200
@@ -268,6 +276,8 @@ EOF
   # Alternate so that drift in the machine's load hits both.
   [ -n "$o2p_cookie" ] && run_wrk o2p "http://127.0.0.1:$o2p_port/jobs/" 200 -H "Cookie: $o2p_cookie"
   [ -n "$sgo_cookie" ] && run_wrk sg-oidc "http://127.0.0.1:$sgo_port/app/$static_id/jobs/" 200 -H "Cookie: $sgo_cookie"
+  [ -n "$o2p_cookie" ] && run_wrk o2p-api "http://127.0.0.1:$o2p_port/api/v1/applications/$static_id/jobs" 200 -H "Cookie: $o2p_cookie"
+  [ -n "$sgo_cookie" ] && run_wrk sg-oidc-api "http://127.0.0.1:$sgo_port/api/v1/applications/$static_id/jobs" 200 -H "Cookie: $sgo_cookie"
   rss "$o2p_pid" VmHWM rss.oauth2-proxy.end.vmhwm
   rss "$sgo_pid" VmHWM rss.sparkgate-oidc.end.vmhwm
 fi
