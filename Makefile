@@ -24,6 +24,7 @@ setup: ## install real Spark, Chromium and the OIDC provider for e2e (idempotent
 	scripts/setup.sh
 
 e2e: setup build ## end-to-end suite against real Spark, a real IdP and headless Chromium
+	mkdir -p e2e/out
 	$(GO) test -tags e2e -count=1 -timeout 60m -v ./e2e/ 2>&1 | tee e2e/out/e2e.log; exit $${PIPESTATUS[0]}
 
 bench: build ## benchmarks: Go benchmarks and a wrk load test (figures in bench/out/)
