@@ -40,6 +40,9 @@ type GatewayOptions struct {
 	Policy map[string]any
 	// Env adds environment variables (e.g. SPARKGATE_OIDC_CLIENT_SECRET).
 	Env []string
+	// Discovery, when not nil, is the whole discovery section instead of
+	// the one built from LogGlobs and HistoryURL (e.g. only a probe).
+	Discovery map[string]any
 }
 
 // Gateway is a running sparkgate.
@@ -73,7 +76,9 @@ func StartGateway(ctx context.Context, bin, dir string, opt GatewayOptions) (*Ga
 		"interval": "1s",
 		"logs":     []any{map[string]any{"paths": opt.LogGlobs, "host": host}},
 	}
-	if opt.HistoryURL != "" {
+	if opt.Discovery != nil {
+		disc = opt.Discovery
+	} else if opt.HistoryURL != "" {
 		disc["history"] = []any{map[string]any{"name": "local", "url": opt.HistoryURL, "acls_enable": opt.HistoryACLs}}
 	}
 	auth := opt.Auth
