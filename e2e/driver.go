@@ -25,6 +25,9 @@ type DriverOptions struct {
 	WorkDir  string            // cwd (spark-warehouse, derby files) and the stop file
 	Confs    map[string]string // extra Spark confs
 	LongJob  bool              // keep an active job running (kill links visible)
+	// Light runs local[1] with a small heap and one small job (no cache,
+	// SQL or stream): for tests that need many drivers at once.
+	Light bool
 }
 
 // Driver is a running PySpark driver.
@@ -70,6 +73,9 @@ func StartDriver(ctx context.Context, root string, home SparkHome, opt DriverOpt
 		"--name", opt.Name, "--event-dir", opt.EventDir, "--stop-file", stop}
 	if opt.LongJob {
 		args = append(args, "--long-job")
+	}
+	if opt.Light {
+		args = append(args, "--light")
 	}
 	keys := make([]string, 0, len(opt.Confs))
 	for k := range opt.Confs {

@@ -34,6 +34,10 @@ type GatewayOptions struct {
 	LogHost     string   // discovery.logs[0].host (default 127.0.0.1)
 	HistoryURL  string   // discovery.history[0].url, "" for none
 	HistoryACLs bool     // discovery.history[0].acls_enable
+	// HistoryAdminGroups is discovery.history[0].admin_acls_groups.
+	HistoryAdminGroups []string
+	// Static is discovery.static: driver UI root URLs.
+	Static []string
 	// Auth is the auth section; nil means {mode: local}.
 	Auth map[string]any
 	// Policy is the policy section; nil leaves the defaults.
@@ -79,7 +83,14 @@ func StartGateway(ctx context.Context, bin, dir string, opt GatewayOptions) (*Ga
 	if opt.Discovery != nil {
 		disc = opt.Discovery
 	} else if opt.HistoryURL != "" {
-		disc["history"] = []any{map[string]any{"name": "local", "url": opt.HistoryURL, "acls_enable": opt.HistoryACLs}}
+		hs := map[string]any{"name": "local", "url": opt.HistoryURL, "acls_enable": opt.HistoryACLs}
+		if len(opt.HistoryAdminGroups) > 0 {
+			hs["admin_acls_groups"] = opt.HistoryAdminGroups
+		}
+		disc["history"] = []any{hs}
+	}
+	if len(opt.Static) > 0 {
+		disc["static"] = opt.Static
 	}
 	auth := opt.Auth
 	if auth == nil {

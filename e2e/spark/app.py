@@ -1,12 +1,14 @@
 """A PySpark driver for the end-to-end suite: fills every UI tab, then waits.
 
 Usage: app.py --name NAME --event-dir DIR [--stop-file PATH] [--long-job]
-              [--conf key=value ...]
+              [--light] [--conf key=value ...]
 
 It runs local[2] with spark.ui.port=0 and event logging on, runs a shuffle, a
 cached DataFrame, a SQL join and a streaming query (rate -> memory sink), and
 with --long-job a job that keeps running (so the Jobs and Stages pages show
-active work). It then stays alive until the stop file exists or SIGTERM /
+active work). With --light it runs local[1] with a 512 MiB heap and one small
+job only (no cache, SQL or stream), for tests that need many drivers at once
+and only their UIs' access checks. It then stays alive until the stop file exists or SIGTERM /
 SIGINT arrives, and stops the SparkContext cleanly so the event log is
 complete. Extra confs may also come from the env var SPARK_E2E_CONFS, a JSON
 object of key -> value.
@@ -30,6 +32,8 @@ def parse_args(argv):
     p.add_argument("--event-dir", required=True)
     p.add_argument("--stop-file", default="")
     p.add_argument("--long-job", action="store_true")
+    p.add_argument("--light", action="store_true",
+                   help="local[1], small heap, one small job, no stream")
     p.add_argument("--batches", type=int, default=3,
                    help="streaming batches to wait for before reporting ready")
     p.add_argument("--conf", action="append", default=[],
@@ -40,7 +44,7 @@ def parse_args(argv):
 def build_session(args):
     b = (SparkSession.builder
          .appName(args.name)
-         .master("local[2]")
+         .master("local[1]" if args.light else "local[2]")
          .config("spark.ui.port", "0")
          .config("spark.eventLog.enabled", "true")
          .config("spark.eventLog.dir", "file:" + os.path.abspath(args.event_dir))
@@ -53,6 +57,8 @@ def build_session(args):
     for kv in args.conf:
         k, _, v = kv.partition("=")
         confs[k] = v
+    if args.light:
+        b = b.config("spark.driver.memory", "512m")
     for k, v in confs.items():
         b = b.config(k, v)
     return b.getOrCreate()
@@ -129,8 +135,14 @@ def main(argv):
     spark = build_session(args)
     sc = spark.sparkContext
     print("E2E app_id=%s ui=%s" % (sc.applicationId, sc.uiWebUrl), file=sys.stderr, flush=True)
-    run_batch_jobs(spark)
-    q = start_stream(spark, args.batches)
+    q = None
+    if args.light:
+        sc.setJobDescription("light: count")
+        sc.parallelize(range(100), 1).count()
+        sc.setJobDescription(None)
+    else:
+        run_batch_jobs(spark)
+        q = start_stream(spark, args.batches)
     if args.long_job:
         start_long_job(spark)
     print("E2E ready app_id=%s" % sc.applicationId, file=sys.stderr, flush=True)
@@ -141,10 +153,11 @@ def main(argv):
         stop.wait(0.5)
 
     print("E2E stopping app_id=%s" % sc.applicationId, file=sys.stderr, flush=True)
-    try:
-        q.stop()
-    except Exception:
-        pass
+    if q is not None:
+        try:
+            q.stop()
+        except Exception:
+            pass
     sc.cancelAllJobs()
     spark.stop()
     print("E2E stopped", file=sys.stderr, flush=True)
