@@ -42,6 +42,8 @@ type GatewayOptions struct {
 	Auth map[string]any
 	// Policy is the policy section; nil leaves the defaults.
 	Policy map[string]any
+	// Proxy is the proxy section; nil means {kill: deny}.
+	Proxy map[string]any
 	// Env adds environment variables (e.g. SPARKGATE_OIDC_CLIENT_SECRET).
 	Env []string
 	// Discovery, when not nil, is the whole discovery section instead of
@@ -96,13 +98,17 @@ func StartGateway(ctx context.Context, bin, dir string, opt GatewayOptions) (*Ga
 	if auth == nil {
 		auth = map[string]any{"mode": "local"}
 	}
+	proxyCfg := opt.Proxy
+	if proxyCfg == nil {
+		proxyCfg = map[string]any{"kill": "deny"}
+	}
 	cfg := map[string]any{
 		"listen":     fmt.Sprintf("127.0.0.1:%d", port),
 		"public_url": base,
 		"log":        map[string]any{"level": "debug"},
 		"auth":       auth,
 		"discovery":  disc,
-		"proxy":      map[string]any{"kill": "deny"},
+		"proxy":      proxyCfg,
 	}
 	if opt.Policy != nil {
 		cfg["policy"] = opt.Policy
