@@ -1,0 +1,235 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// RawRequest is one request written byte for byte to a TCP connection, so
+// that no client library normalises its method, target or body.
+type RawRequest struct {
+	Method string
+	Target string // the request target as sent: origin-form or absolute-form
+	Host   string // the Host header
+	Cookie string // the Cookie header, "" for none
+	Body   string // sent as application/x-www-form-urlencoded when not ""
+}
+
+// Bytes renders the request.
+func (r RawRequest) Bytes() []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\nUser-Agent: sparkgate-e2e\r\n", r.Method, r.Target, r.Host)
+	if r.Cookie != "" {
+		fmt.Fprintf(&b, "Cookie: %s\r\n", r.Cookie)
+	}
+	if r.Body != "" {
+		fmt.Fprintf(&b, "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\n", len(r.Body))
+	}
+	b.WriteString("\r\n")
+	b.WriteString(r.Body)
+	return []byte(b.String())
+}
+
+// SendRaw dials addr (host:port), writes req and returns the status code of
+// the answer and its Location header. The connection is closed after the
+// headers: the body does not matter here.
+func SendRaw(ctx context.Context, addr string, req RawRequest) (int, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return 0, "", fmt.Errorf("dialing %s: %w", addr, err)
+	}
+	defer conn.Close()
+	deadline, _ := ctx.Deadline()
+	_ = conn.SetDeadline(deadline)
+	if _, err := conn.Write(req.Bytes()); err != nil {
+		return 0, "", fmt.Errorf("writing request: %w", err)
+	}
+	br := bufio.NewReader(conn)
+	line, err := br.ReadString('\n')
+	if err != nil {
+		return 0, "", fmt.Errorf("reading status line: %w", err)
+	}
+	f := strings.Fields(line)
+	if len(f) < 2 || !strings.HasPrefix(f[0], "HTTP/") {
+		return 0, "", fmt.Errorf("bad status line %q", line)
+	}
+	code, err := strconv.Atoi(f[1])
+	if err != nil {
+		return 0, "", fmt.Errorf("bad status line %q: %w", line, err)
+	}
+	loc := ""
+	for {
+		h, err := br.ReadString('\n')
+		if err != nil || strings.TrimSpace(h) == "" {
+			break
+		}
+		if k, v, ok := strings.Cut(h, ":"); ok && strings.EqualFold(k, "Location") {
+			loc = strings.TrimSpace(v)
+		}
+	}
+	return code, loc, nil
+}
+
+// SparkJob is the part of Spark's JobData the kill tests read.
+type SparkJob struct {
+	JobID          int    `json:"jobId"`
+	Name           string `json:"name"`
+	Description    string `json:"description"`
+	Status         string `json:"status"`
+	StageIDs       []int  `json:"stageIds"`
+	NumKilledTasks int    `json:"numKilledTasks"`
+}
+
+// SparkStage is the part of Spark's StageData the kill tests read.
+type SparkStage struct {
+	StageID        int    `json:"stageId"`
+	AttemptID      int    `json:"attemptId"`
+	Status         string `json:"status"`
+	FailureReason  string `json:"failureReason"`
+	NumKilledTasks int    `json:"numKilledTasks"`
+	NumActiveTasks int    `json:"numActiveTasks"`
+}
+
+// getJSONDirect GETs url (a driver or History Server, never the gateway)
+// into v.
+func getJSONDirect(ctx context.Context, url string, v any) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("building request: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, b)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		return fmt.Errorf("decoding %s: %w", url, err)
+	}
+	return nil
+}
+
+// DriverJobs asks the driver's own REST API for every job and stage.
+func DriverJobs(ctx context.Context, d *Driver) ([]SparkJob, []SparkStage, error) {
+	base := d.UIURL() + "/api/v1/applications/" + d.AppID
+	var jobs []SparkJob
+	var stages []SparkStage
+	if err := getJSONDirect(ctx, base+"/jobs", &jobs); err != nil {
+		return nil, nil, err
+	}
+	if err := getJSONDirect(ctx, base+"/stages", &stages); err != nil {
+		return nil, nil, err
+	}
+	return jobs, stages, nil
+}
+
+// LongJob waits until the driver runs app.py's long job with its stage
+// active and a task running, and returns the job and stage ids.
+func LongJob(ctx context.Context, d *Driver) (jobID, stageID int, err error) {
+	for {
+		jobs, stages, err := DriverJobs(ctx, d)
+		if err == nil {
+			for _, j := range jobs {
+				if j.Status != "RUNNING" || !strings.Contains(j.Description, "long-running") || len(j.StageIDs) == 0 {
+					continue
+				}
+				for _, s := range stages {
+					if s.StageID == j.StageIDs[0] && s.Status == "ACTIVE" && s.NumActiveTasks > 0 {
+						return j.JobID, s.StageID, nil
+					}
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return 0, 0, fmt.Errorf("the long job never ran with an active stage (last error %v): %w", err, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// KillControls is what a page shows of Spark's kill controls.
+type KillControls struct {
+	KillLinks int    `json:"killLinks"` // elements with class kill-link
+	KillForms int    `json:"killForms"` // forms whose action contains "kill"
+	KillText  bool   `json:"killText"`  // the text "(kill)" is visible
+	Text      string `json:"text"`      // the first part of the visible text
+	Location  string `json:"location"`
+}
+
+// Any reports whether any kill control is on the page.
+func (k KillControls) Any() bool { return k.KillLinks > 0 || k.KillForms > 0 || k.KillText }
+
+// KillControls opens pageURL and counts the kill controls on the page once
+// it has loaded.
+func (b *Browser) KillControls(pageURL string) (KillControls, error) {
+	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
+	defer cancel()
+	var k KillControls
+	if err := chromedp.Do(ctx, chromedp.Navigate(pageURL)); err != nil {
+		return k, fmt.Errorf("navigating to %s: %w", pageURL, err)
+	}
+	const expr = `JSON.stringify({
+		killLinks: document.querySelectorAll(".kill-link").length,
+		killForms: [...document.querySelectorAll("form")].filter(f => (f.getAttribute("action") || "").toLowerCase().includes("kill")).length,
+		killText: document.body ? document.body.innerText.includes("(kill)") : false,
+		text: document.body ? document.body.innerText.slice(0, 4000) : "",
+		location: location.href})`
+	s, err := chromedp.Run(ctx, chromedp.Poll[string](`document.readyState === "complete" && `+expr,
+		chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(30*time.Second)))
+	if err != nil {
+		return k, fmt.Errorf("reading %s: %w", pageURL, err)
+	}
+	if err := json.Unmarshal([]byte(s), &k); err != nil {
+		return k, fmt.Errorf("decoding page state: %w", err)
+	}
+	return k, nil
+}
+
+var reCSRFToken = regexp.MustCompile(`name="csrfToken"\s+value="([0-9a-fA-F]+)"`)
+
+// DriverCSRFToken returns the per-UI CSRF token a Spark 4 driver renders in
+// its kill forms (fetched from the driver directly), or "" when the page
+// has none (Spark 3.5).
+func DriverCSRFToken(ctx context.Context, d *Driver) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.UIURL()+"/jobs/", nil)
+	if err != nil {
+		return "", fmt.Errorf("building request: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("GET driver /jobs/: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return "", fmt.Errorf("reading driver /jobs/: %w", err)
+	}
+	if m := reCSRFToken.FindSubmatch(body); m != nil {
+		return string(m[1]), nil
+	}
+	return "", nil
+}
