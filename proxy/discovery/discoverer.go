@@ -445,7 +445,7 @@ func (d *Discoverer) endApp(id, reason string) {
 // followLogs polls the follower and hands changes to Run.
 func (d *Discoverer) followLogs(ctx context.Context) {
 	defer d.follower.closeAll()
-	tick := time.NewTicker(followPoll)
+	tick := time.NewTimer(followPoll(0))
 	defer tick.Stop()
 	first := true
 	for {
@@ -460,6 +460,7 @@ func (d *Discoverer) followLogs(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+			tick.Reset(followPoll(len(d.follower.files)))
 		}
 	}
 }

@@ -17,10 +17,12 @@ import (
 
 // Follower limits.
 const (
-	followPoll    = 200 * time.Millisecond
-	maxLineLen    = 64 << 10 // longer lines are cut; no UI line comes near
-	readPerPoll   = 16 << 20 // per file, so a huge backlog cannot stall a poll
-	maxFollowed   = 4096     // open files; more matches are skipped with a warning
+	followFast    = 50 * time.Millisecond  // poll period while few files are followed
+	followSlow    = 200 * time.Millisecond // and while many are (a few syscalls per file per poll)
+	followFastMax = 128                    // files followed at followFast at most
+	maxLineLen    = 64 << 10               // longer lines are cut; no UI line comes near
+	readPerPoll   = 16 << 20               // per file, so a huge backlog cannot stall a poll
+	maxFollowed   = 4096                   // open files; more matches are skipped with a warning
 	readChunkSize = 64 << 10
 )
 
@@ -66,6 +68,16 @@ type follower struct {
 	logger  *zap.Logger
 	buf     []byte
 	warned  bool
+}
+
+// followPoll is the wait between two polls while n files are followed:
+// short when few are, so that a new SparkUI line is read within 50 ms,
+// longer when reading every file that often would cost real CPU.
+func followPoll(n int) time.Duration {
+	if n <= followFastMax {
+		return followFast
+	}
+	return followSlow
 }
 
 func newFollower(sources []LogSource, logger *zap.Logger) *follower {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap/zaptest"
@@ -186,5 +187,24 @@ func TestFollowerLongLineAndGlobChanges(t *testing.T) {
 	fl.poll()
 	if _, ok := fl.files[q]; ok {
 		t.Errorf("deleted file %s is still followed", q)
+	}
+}
+
+func TestFollowPoll(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		files int
+		want  time.Duration
+	}{
+		{0, followFast}, {1, followFast}, {followFastMax, followFast},
+		{followFastMax + 1, followSlow}, {maxFollowed, followSlow},
+	}
+	for _, tt := range tests {
+		if got := followPoll(tt.files); got != tt.want {
+			t.Errorf("followPoll(%d) = %v; want %v", tt.files, got, tt.want)
+		}
+	}
+	if followFast > 50*time.Millisecond {
+		t.Errorf("followFast = %v; a new SparkUI line should be read within 50 ms", followFast)
 	}
 }

@@ -18,15 +18,34 @@ import (
 
 // Limits for calls to drivers and History Servers.
 const (
-	callTimeout   = 3 * time.Second  // per outbound request, headers and body
-	driverBodyMax = 1 << 20          // a driver's app list is one small object
-	envBodyMax    = 16 << 20         // environments list every classpath entry
-	listBodyMax   = 64 << 20         // a History Server lists every app it has
-	startingMax   = 2 * time.Minute  // Spark shows its placeholder until SparkContext is up
-	nonJSONMax    = 30 * time.Second // HTML 404s and other non-JSON answers while handlers attach
-	retryFirst    = 100 * time.Millisecond
-	retryCap      = 500 * time.Millisecond
+	callTimeout   = 3 * time.Second        // per outbound request, headers and body
+	driverBodyMax = 1 << 20                // a driver's app list is one small object
+	envBodyMax    = 16 << 20               // environments list every classpath entry
+	listBodyMax   = 64 << 20               // a History Server lists every app it has
+	startingMax   = 2 * time.Minute        // Spark shows its placeholder until SparkContext is up
+	nonJSONMax    = 30 * time.Second       // HTML 404s and other non-JSON answers while handlers attach
+	retryCap      = 250 * time.Millisecond // between tries once the early schedule is spent
 )
+
+// retrySchedule is the wait before each early retry of a UI that is still
+// starting up. Real drivers log the SparkUI port line about two seconds
+// before the REST API answers (SparkContext start-up), and the app should be
+// routable as soon as it does: the schedule is tight at first, then retries
+// every retryCap. A driver stuck on its placeholder costs four small GETs a
+// second until startingMax.
+var retrySchedule = [...]time.Duration{
+	50 * time.Millisecond, 50 * time.Millisecond,
+	100 * time.Millisecond, 100 * time.Millisecond,
+	200 * time.Millisecond,
+}
+
+// retryDelay is the wait before retry n (0-based) of a starting-up UI.
+func retryDelay(n int) time.Duration {
+	if n >= 0 && n < len(retrySchedule) {
+		return retrySchedule[n]
+	}
+	return retryCap
+}
 
 // aclKeys are the properties the policy needs, read from the environment.
 var aclKeys = []string{
@@ -229,11 +248,12 @@ func (c *client) verifyOnce(ctx context.Context, ui *url.URL) (driverInfo, error
 }
 
 // verify retries verifyOnce while the UI shows its placeholder or a
-// non-JSON answer, with backoff from 100 ms up to 500 ms between tries.
+// non-JSON answer, waiting retryDelay between tries (50 ms at first, then
+// up to retryCap).
 func (c *client) verify(ctx context.Context, ui *url.URL) (driverInfo, error) {
 	start := time.Now()
-	delay := retryFirst
-	for {
+	for n := 0; ; n++ {
+		delay := retryDelay(n)
 		info, err := c.verifyOnce(ctx, ui)
 		var budget time.Duration
 		switch {
@@ -254,6 +274,5 @@ func (c *client) verify(ctx context.Context, ui *url.URL) (driverInfo, error) {
 			return driverInfo{}, ctx.Err()
 		case <-t.C:
 		}
-		delay = min(delay*2, retryCap)
 	}
 }
