@@ -31,7 +31,8 @@ type Guard struct {
 var stateChanging = []string{"kill", "killall", "hold", "resume", "decommission"}
 
 // Check judges a canonical upstream path (as in Route.Path) and the method.
-// Only GET and HEAD are ever let through. Segments are compared with
+// Only GET and HEAD are ever let through. Segments are trimmed of white
+// space (strings.TrimSpace) and compared with
 // strings.EqualFold, which also folds a few non-ASCII letters (the Kelvin
 // sign folds to k): that only refuses more.
 func (g Guard) Check(method, canonicalPath string) (blocked bool, reason string) {
@@ -40,6 +41,9 @@ func (g Guard) Check(method, canonicalPath string) (blocked bool, reason string)
 	for rest != "" {
 		var seg string
 		seg, rest, _ = strings.Cut(rest, "/")
+		// Surrounding white space ("kill%20") is refused with the word:
+		// a server that trims it would route to the handler.
+		seg = strings.TrimSpace(seg)
 		if seg == "" {
 			continue
 		}

@@ -33,6 +33,14 @@ func TestGuardCheck(t *testing.T) {
 		{def, "GET", "/jobs/job/Kill", true, ReasonStateChanging},
 		{def, "GET", "/jobs/job/\u212Aill", true, ReasonStateChanging}, // Kelvin sign folds to k
 		{def, "GET", "/history/app-1/jobs/job/kill/", true, ReasonStateChanging},
+		// white space around the word (a real 3.5.9 driver serves the job
+		// page for "kill%20/"; a trimming server would kill)
+		{def, "GET", "/jobs/job/kill /", true, ReasonStateChanging},
+		{def, "GET", "/jobs/job/kill ", true, ReasonStateChanging},
+		{def, "GET", "/stages/stage/ Kill", true, ReasonStateChanging},
+		{def, "GET", "/jobs/job/kill\u00a0/", true, ReasonStateChanging},
+		{def, "GET", "/executors/heapHistogram /", true, ReasonHeapHistogram},
+		{def, "GET", "/jobs/job/kill x/", false, ""},
 		// master and post-4.0 handlers
 		{def, "POST", "/app/kill/", true, ReasonStateChanging},
 		{def, "POST", "/driver/kill/", true, ReasonStateChanging},
@@ -86,6 +94,7 @@ func TestGuardSpellings(t *testing.T) {
 		"/jobs/job/kill%3B/", "/jobs//job/kill/", "/jobs/job/./kill/", "/jobs/x/../job/kill/",
 		"/jobs/job/%2e%2e/job/kill/", "/jobs/job/kill%00/", "/jobs/job/kill%252F",
 		"/jobs\\job\\kill\\", "/jobs/job/kill%5C", "/jobs/job/kill\t/",
+		"/jobs/job/kill%20/", "/jobs/job/kill%20", "/jobs/job/%20kill/", "/stages/stage/kill%C2%A0",
 	} {
 		for _, prefix := range []string{"/app/local-1700000000000", "/proxy/application_1_1", "/hs/main/history/app-1"} {
 			in := prefix + p
