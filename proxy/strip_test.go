@@ -21,22 +21,45 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the .golden files in testdata")
 
-// strip runs s through a stripper, writing it in chunks of n bytes.
+// strip runs s through a stripping reader whose source gives n bytes per
+// Read, reading its output n bytes at a time.
 func strip(t testing.TB, s string, n int) string {
 	t.Helper()
+	r := NewStrippingReader(io.NopCloser(&chunkReader{s: s, n: n}))
 	var out bytes.Buffer
-	w := NewStripper(&out)
-	for len(s) > 0 {
-		k := min(n, len(s))
-		if _, err := w.Write([]byte(s[:k])); err != nil {
-			t.Fatalf("Write: %v", err)
+	buf := make([]byte, n)
+	for {
+		k, err := r.Read(buf)
+		out.Write(buf[:k])
+		if err == io.EOF {
+			break
 		}
-		s = s[k:]
+		if err != nil {
+			t.Fatalf("Read: %v", err)
+		}
+		if k == 0 {
+			t.Fatal("Read returned 0 bytes and no error")
+		}
 	}
-	if err := w.Close(); err != nil {
+	if err := r.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
 	return out.String()
+}
+
+// chunkReader reads s n bytes at a time.
+type chunkReader struct {
+	s string
+	n int
+}
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	if len(c.s) == 0 {
+		return 0, io.EOF
+	}
+	k := copy(p, c.s[:min(c.n, len(c.s))])
+	c.s = c.s[k:]
+	return k, nil
 }
 
 func TestStripper(t *testing.T) {
@@ -235,63 +258,94 @@ func TestStripperLargeToken(t *testing.T) {
 	}
 }
 
-func TestStripperWriteError(t *testing.T) {
+func TestStrippingReaderSourceError(t *testing.T) {
 	t.Parallel()
 	boom := errors.New("boom")
-	w := NewStripper(errWriter{boom})
-	var err error
-	for i := 0; i < 100 && err == nil; i++ {
-		_, err = w.Write(bytes.Repeat([]byte("<p>hello</p>"), 10000))
-	}
+	src := io.MultiReader(strings.NewReader("<p>hello</p><a class=kill-link>k</a><p>par<a class=kill-link"), iotest.ErrReader(boom))
+	r := NewStrippingReader(io.NopCloser(src))
+	got, err := io.ReadAll(r)
 	if !errors.Is(err, boom) {
-		t.Errorf("Write error = %v; want %v", err, boom)
+		t.Errorf("ReadAll error = %v; want %v", err, boom)
 	}
-	if err := w.Close(); !errors.Is(err, boom) {
-		t.Errorf("Close error = %v; want %v", err, boom)
+	if want := "<p>hello</p><p>par"; string(got) != want {
+		t.Errorf("ReadAll = %q; want %q (the tokens before the error, not the partial tag)", got, want)
 	}
-	if _, err := w.Write([]byte("x")); err == nil {
-		t.Error("Write after Close succeeded")
+	if _, err := r.Read(make([]byte, 8)); !errors.Is(err, boom) {
+		t.Errorf("Read after error = %v; want %v", err, boom)
 	}
 }
 
-type errWriter struct{ err error }
+// closeRecorder is a source that records Close.
+type closeRecorder struct {
+	io.Reader
+	closed int
+}
 
-func (e errWriter) Write([]byte) (int, error) { return 0, e.err }
+func (c *closeRecorder) Close() error { c.closed++; return nil }
 
-// TestStripperNoWriteBetweenCalls checks that dst is written only while
-// Write or Close runs: everything a Write made final is out when it returns.
-func TestStripperNoWriteBetweenCalls(t *testing.T) {
+func TestStrippingReaderClose(t *testing.T) {
 	t.Parallel()
-	var out bytes.Buffer
-	w := NewStripper(&out)
-	if _, err := w.Write([]byte("<p>one</p><a class=kill-link>k</a><b>")); err != nil {
-		t.Fatal(err)
+	src := &closeRecorder{Reader: strings.NewReader("<p>x</p>")}
+	r := NewStrippingReader(src)
+	if err := r.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
 	}
-	// "<b>" may still be held as the token being read; all before it is out.
-	if got := out.String(); got != "<p>one</p>" && got != "<p>one</p><b>" {
-		t.Errorf("after Write: %q", got)
+	if src.closed != 1 {
+		t.Errorf("source closed %d times; want 1", src.closed)
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
+	if n, err := r.Read(make([]byte, 8)); n != 0 || err == nil {
+		t.Errorf("Read after Close = %d, %v; want 0 and an error", n, err)
 	}
-	if got := out.String(); got != "<p>one</p><b>" {
-		t.Errorf("after Close: %q", got)
+}
+
+// stepReader gives its chunks one per Read, and fails the test when read
+// beyond the chunks the test released.
+type stepReader struct {
+	t        *testing.T
+	chunks   []string
+	released int
+}
+
+func (s *stepReader) Read(p []byte) (int, error) {
+	if len(s.chunks) == 0 {
+		return 0, io.EOF
+	}
+	if s.released == 0 {
+		s.t.Fatal("stripping reader read ahead of what its caller needed")
+	}
+	s.released--
+	n := copy(p, s.chunks[0])
+	s.chunks = s.chunks[1:]
+	return n, nil
+}
+
+// TestStrippingReaderNoReadAhead checks that Read hands out the output of
+// the input at hand instead of waiting on the source for more.
+func TestStrippingReaderNoReadAhead(t *testing.T) {
+	t.Parallel()
+	src := &stepReader{t: t, chunks: []string{"<p>one</p><a class=kill-link>k</a><b>", "two</b>"}, released: 1}
+	r := NewStrippingReader(io.NopCloser(src))
+	buf := make([]byte, 4096)
+	n, err := r.Read(buf)
+	if err != nil || string(buf[:n]) != "<p>one</p><b>" {
+		t.Fatalf("first Read = %q, %v; want %q, nil", buf[:n], err, "<p>one</p><b>")
+	}
+	src.released = 2 // the second chunk and EOF
+	rest, err := io.ReadAll(r)
+	if err != nil || string(rest) != "two</b>" {
+		t.Errorf("rest = %q, %v; want %q, nil", rest, err, "two</b>")
 	}
 }
 
 func TestStripperOneByteReader(t *testing.T) {
 	t.Parallel()
 	in, _ := os.ReadFile("testdata/spark-3.5.9-jobs.html")
-	var out bytes.Buffer
-	w := NewStripper(&out)
-	if _, err := io.Copy(w, iotest.OneByteReader(bytes.NewReader(in))); err != nil {
+	got, err := io.ReadAll(NewStrippingReader(io.NopCloser(iotest.OneByteReader(bytes.NewReader(in)))))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if want := strip(t, string(in), 1<<20); out.String() != want {
-		t.Error("one-byte writes give a different result from one big write")
+	if want := strip(t, string(in), 1<<20); string(got) != want {
+		t.Error("one-byte reads give a different result from one big read")
 	}
 }
 
@@ -345,6 +399,18 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// byteCounter counts what is read through it.
+type byteCounter struct {
+	r io.Reader
+	n int64
+}
+
+func (b *byteCounter) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.n += int64(n)
+	return n, err
+}
+
 func TestStripperBoundedMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("50 MB page")
@@ -354,14 +420,11 @@ func TestStripperBoundedMemory(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	cw := &countWriter{}
-	w := NewStripper(cw)
-	in, err := io.CopyBuffer(w, &pageGen{rows: rows}, make([]byte, 32<<10))
-	if err != nil {
+	gen := &byteCounter{r: &pageGen{rows: rows}}
+	if _, err := io.CopyBuffer(cw, NewStrippingReader(io.NopCloser(gen)), make([]byte, 32<<10)); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	in := gen.n
 	runtime.ReadMemStats(&after)
 	alloc := after.TotalAlloc - before.TotalAlloc
 	t.Logf("stripped %d MB to %d MB; allocated %d KB in total (%.3f bytes per input byte); live heap before %d KB, peak %d KB",
@@ -445,20 +508,23 @@ func hasKillControl(s string) bool {
 	}
 }
 
+// BenchmarkStripper compares the stripper with a plain copy of the same
+// page through the same kind of source and sink (a counting writer, so that
+// the copy really moves the bytes).
 func BenchmarkStripper(b *testing.B) {
 	in, err := os.ReadFile("testdata/spark-3.5.9-stages.html")
 	if err != nil {
 		b.Fatal(err)
 	}
+	buf := make([]byte, 32<<10)
 	b.Run("stripper", func(b *testing.B) {
 		b.SetBytes(int64(len(in)))
 		b.ReportAllocs()
+		var src bytes.Reader
+		sink := new(sinkWriter)
 		for b.Loop() {
-			w := NewStripper(io.Discard)
-			if _, err := io.Copy(w, bytes.NewReader(in)); err != nil {
-				b.Fatal(err)
-			}
-			if err := w.Close(); err != nil {
+			src.Reset(in)
+			if _, err := io.CopyBuffer(sink, NewStrippingReader(io.NopCloser(&src)), buf); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -466,10 +532,35 @@ func BenchmarkStripper(b *testing.B) {
 	b.Run("io.Copy", func(b *testing.B) {
 		b.SetBytes(int64(len(in)))
 		b.ReportAllocs()
+		var src bytes.Reader
+		sink := new(sinkWriter)
 		for b.Loop() {
-			if _, err := io.Copy(io.Discard, bytes.NewReader(in)); err != nil {
+			src.Reset(in)
+			// onlyReader hides WriterTo, as the response body does.
+			if _, err := io.CopyBuffer(sink, onlyReader{&src}, buf); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 }
+
+// sinkWriter copies what it gets into a buffer and sums it, so that the
+// bytes are really read, as a socket write would read them.
+type sinkWriter struct {
+	buf [32 << 10]byte
+	sum byte
+}
+
+func (s *sinkWriter) Write(p []byte) (int, error) {
+	total := len(p)
+	for len(p) > 0 {
+		n := copy(s.buf[:], p)
+		s.sum += s.buf[n-1]
+		p = p[n:]
+	}
+	return total, nil
+}
+
+type onlyReader struct{ r io.Reader }
+
+func (o onlyReader) Read(p []byte) (int, error) { return o.r.Read(p) }

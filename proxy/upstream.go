@@ -1,17 +1,16 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"syscall"
 	"sync"
 
 	"go.uber.org/zap"
@@ -172,7 +171,7 @@ func modifyResponse(resp *http.Response) error {
 	if ce := h.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
 		return fmt.Errorf("%w: %q", errEncodedHTML, ce)
 	}
-	resp.Body = newStrippedBody(resp.Body)
+	resp.Body = NewStrippingReader(resp.Body)
 	resp.ContentLength = -1
 	h.Del("Content-Length")
 	return nil
@@ -199,17 +198,7 @@ func rewriteRefresh(v string, base *url.URL, prefix string) string {
 	return v[:i+4] + RewriteLocation(strings.TrimSpace(v[i+4:]), base, prefix)
 }
 
-// strippedBody streams an upstream HTML body through the kill-control
-// stripper. It reads a chunk, lets the stripper write into buf, and hands
-// out buf: no goroutine, no whole-page buffer.
-type strippedBody struct {
-	src   io.ReadCloser
-	strip io.WriteCloser
-	buf   bytes.Buffer
-	chunk *[]byte
-	err   error // sticky: io.EOF or the failure
-}
-
+// chunkPool holds the reverse proxy's 32 KiB copy buffers.
 var chunkPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 // bufferPool lends the reverse proxy its copy buffers from chunkPool.
@@ -217,45 +206,6 @@ type bufferPool struct{}
 
 func (bufferPool) Get() []byte  { return *chunkPool.Get().(*[]byte) }
 func (bufferPool) Put(b []byte) { chunkPool.Put(&b) }
-
-func newStrippedBody(src io.ReadCloser) *strippedBody {
-	b := &strippedBody{src: src, chunk: chunkPool.Get().(*[]byte)}
-	b.strip = NewStripper(&b.buf)
-	return b
-}
-
-func (b *strippedBody) Read(p []byte) (int, error) {
-	for b.buf.Len() == 0 {
-		if b.err != nil {
-			return 0, b.err
-		}
-		if b.chunk == nil {
-			return 0, io.ErrClosedPipe
-		}
-		n, err := b.src.Read(*b.chunk)
-		if n > 0 {
-			if _, werr := b.strip.Write((*b.chunk)[:n]); werr != nil {
-				b.err = fmt.Errorf("stripping kill controls: %w", werr)
-				continue
-			}
-		}
-		if err != nil {
-			if cerr := b.strip.Close(); cerr != nil && errors.Is(err, io.EOF) {
-				err = fmt.Errorf("stripping kill controls: %w", cerr)
-			}
-			b.err = err
-		}
-	}
-	return b.buf.Read(p)
-}
-
-func (b *strippedBody) Close() error {
-	if b.chunk != nil {
-		chunkPool.Put(b.chunk)
-		b.chunk = nil
-	}
-	return b.src.Close()
-}
 
 // proxyError answers when the upstream could not be reached or its answer
 // could not be passed on. It never leaves a request hanging or an empty 200.
@@ -277,6 +227,13 @@ func (s *Server) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 		he.Msg = fmt.Sprintf("%s of %s did not answer in time", st.upstream.label, appLabel(st))
 	default:
 		he.Msg = fmt.Sprintf("%s of %s did not answer", st.upstream.label, appLabel(st))
+		if st.suspectID != "" && errors.Is(err, syscall.ECONNREFUSED) {
+			// A driver that has just stopped refuses connections before
+			// discovery has seen it end: reload, so the bookmark turns
+			// into the waiting page or the History Server's view.
+			he.Msg += "; it may have just finished, this page reloads itself"
+			he.RetryAfter = 5
+		}
 	}
 	if st.suspectID != "" && s.suspect != nil {
 		s.suspect(st.suspectID)

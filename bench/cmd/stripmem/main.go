@@ -1,4 +1,4 @@
-// Command stripmem measures the memory and speed of proxy.NewStripper on a
+// Command stripmem measures the memory and speed of proxy.NewStrippingReader on a
 // large page: it streams a generated Spark-like jobs page (50 MiB by
 // default, with a kill link in every row and large inline timeline
 // scripts) through the stripper and, as the baseline, through io.Copy, and
@@ -83,13 +83,8 @@ func measure(mode string, size int64) (measurement, error) {
 			return m, fmt.Errorf("copy: %w", err)
 		}
 	case "stripper":
-		w := proxy.NewStripper(sink)
-		if _, err := io.Copy(w, src); err != nil {
-			_ = w.Close()
+		if _, err := io.Copy(sink, proxy.NewStrippingReader(io.NopCloser(src))); err != nil {
 			return m, fmt.Errorf("stripping: %w", err)
-		}
-		if err := w.Close(); err != nil {
-			return m, fmt.Errorf("closing stripper: %w", err)
 		}
 	}
 	m.elapsed = time.Since(start)
