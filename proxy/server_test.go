@@ -94,6 +94,11 @@ func TestDeadDriver502(t *testing.T) {
 	if !strings.Contains(body, "did not answer") || !strings.Contains(body, appDead) || !strings.Contains(body, "driver 127.0.0.1:") {
 		t.Errorf("502 page = %q; want it to name the driver and the app", body)
 	}
+	// The driver refused the connection: it may have just stopped, so the
+	// page reloads itself into the waiting page or the history view.
+	if resp.Header.Get("Retry-After") != "5" || !strings.Contains(body, `http-equiv="refresh"`) {
+		t.Errorf("502 for a refused connection: Retry-After %q, body %q; want a page that reloads itself", resp.Header.Get("Retry-After"), body)
+	}
 	select {
 	case id := <-h.suspects:
 		if id != appDead {

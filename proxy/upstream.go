@@ -10,8 +10,8 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
-	"syscall"
 	"sync"
+	"syscall"
 
 	"go.uber.org/zap"
 )
