@@ -37,6 +37,7 @@ func (s *suite) checkFallback(t *testing.T, e *killEnv) {
 	var waiting []byte
 	var waitingHdr http.Header
 	var tWaiting time.Duration
+	bad502 := 0
 	for {
 		resp, err := getNoFollow(ctx, e.client, bookmark)
 		if err != nil {
@@ -47,6 +48,15 @@ func (s *suite) checkFallback(t *testing.T, e *killEnv) {
 		at := time.Since(tStop)
 		if len(trace) == 0 || trace[len(trace)-1].status != resp.StatusCode {
 			trace = append(trace, seen{resp.StatusCode, at})
+		}
+		if resp.StatusCode == http.StatusBadGateway {
+			// Jetty closes the port a moment before the driver logs that
+			// its UI stopped: that race may answer 502, but only with a
+			// page that reloads itself into the waiting page.
+			if resp.Header.Get("Retry-After") == "" || !bytes.Contains(body, []byte(`http-equiv="refresh"`)) {
+				t.Errorf("502 at %v after the stop does not reload itself: %.300q", at.Round(time.Millisecond), body)
+			}
+			bad502++
 		}
 		if resp.StatusCode == http.StatusServiceUnavailable {
 			waiting, waitingHdr, tWaiting = body, resp.Header, at
@@ -67,9 +77,12 @@ func (s *suite) checkFallback(t *testing.T, e *killEnv) {
 	}
 	t.Logf("bookmark %s after the stop was asked for: %s; driver exited after %v", bookmark, strings.Join(steps, " → "), tExited.Round(time.Millisecond))
 	for _, x := range trace {
-		if x.status == http.StatusBadGateway {
-			t.Errorf("bookmark answered 502 at %v after the stop (statuses %s); want the driver's page, then the waiting page", x.at.Round(time.Millisecond), strings.Join(steps, " → "))
+		if x.status != http.StatusOK && x.status != http.StatusBadGateway && x.status != http.StatusServiceUnavailable {
+			t.Errorf("bookmark answered %d at %v after the stop (statuses %s); want the driver's page, then the waiting page", x.status, x.at.Round(time.Millisecond), strings.Join(steps, " → "))
 		}
+	}
+	if bad502 > 0 {
+		t.Logf("%d self-reloading 502 answers in the window between the driver closing its port and discovery seeing it stop", bad502)
 	}
 	if !bytes.Contains(waiting, []byte("waiting for the History Server")) {
 		t.Errorf("503 page is not the waiting page: %.400q", waiting)
