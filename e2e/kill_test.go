@@ -5,10 +5,13 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"html"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -134,6 +137,9 @@ func (s *suite) runKill(t *testing.T, home SparkHome, battery *strings.Builder) 
 	t.Run("live/browser", func(t *testing.T) { e.checkNoKillControls(t) })
 	t.Run("live/battery", func(t *testing.T) { e.runBattery(t, battery) })
 	t.Run("live/unharmed", func(t *testing.T) { e.checkUnharmed(t) })
+	if os.Getenv("SPARKGATE_E2E_NO_CONFIRM") == "" {
+		t.Run("live/confirm", func(t *testing.T) { s.checkConfirm(t, e) })
+	}
 	t.Run("fallback", func(t *testing.T) { s.checkFallback(t, e) })
 }
 
@@ -414,4 +420,119 @@ func (e *killEnv) checkUnharmed(t *testing.T) {
 		t.Errorf("driver no longer lists job %d (%v) or stage %d (%v)", e.jobID, foundJob, e.stageID, foundStage)
 	}
 	t.Logf("after the battery the driver reports job %d RUNNING and stage %d ACTIVE (%d jobs, %d stages, none killed)", e.jobID, e.stageID, len(jobs), len(stages))
+}
+
+var reConfirmToken = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// checkConfirm runs a second gateway with proxy.kill modify-acl on the same
+// driver: the kill URL shows the gateway's confirmation page; its form
+// without or with a forged token is refused and kills nothing; with the
+// token, the driver's own REST API shows the job killed.
+func (s *suite) checkConfirm(t *testing.T, e *killEnv) {
+	ctx := ctxFor(t, 2*time.Minute)
+	gdir := filepath.Join(e.dir, "gateway-modify-acl")
+	if err := mkdir(gdir); err != nil {
+		t.Fatal(err)
+	}
+	gw, err := StartGateway(ctx, s.gwBin, gdir, GatewayOptions{
+		LogGlobs: []string{filepath.Join(e.dir, "driver-logs", "*.log")}, HistoryURL: e.hs.URL, HistoryACLs: true,
+		Proxy: map[string]any{"kill": "modify-acl"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Stop()
+	jar, err := gw.LocalSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NoRedirectClient(jar)
+	if _, _, err := gw.WaitListed(ctx, c, func(id string) bool { return id == e.d.AppID }); err != nil {
+		t.Fatal(err)
+	}
+	prefix := gw.URL + "/app/" + e.d.AppID
+	jobs, err := getNoFollow(ctx, c, prefix+"/jobs/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(jobs.Body)
+	jobs.Body.Close()
+	t.Logf("modify-acl: the Jobs page through the gateway has %d kill-link elements", strings.Count(string(page), "kill-link"))
+
+	killURL := fmt.Sprintf("%s/jobs/job/kill/?id=%d", prefix, e.jobID)
+	resp, err := getNoFollow(ctx, c, killURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := reConfirmToken.FindSubmatch(body)
+	if resp.StatusCode != http.StatusOK || m == nil || !strings.Contains(string(body), fmt.Sprintf("Kill job %d?", e.jobID)) {
+		t.Fatalf("GET %s: %s; want the confirmation page with a token: %.400q", killURL, resp.Status, body)
+	}
+	token := html.UnescapeString(string(m[1]))
+	post := func(form url.Values) (int, string) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, killURL, strings.NewReader(form.Encode()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", gw.URL)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("Location")
+	}
+	for _, f := range []struct {
+		name string
+		form url.Values
+	}{
+		{"no token", url.Values{}},
+		{"forged token", url.Values{"csrf": {"1700000000.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}}},
+		{"token with its last character changed", url.Values{"csrf": {token[:len(token)-1] + flipChar(token[len(token)-1])}}},
+	} {
+		if code, _ := post(f.form); code != http.StatusForbidden {
+			t.Errorf("POST %s with %s = %d; want 403", killURL, f.name, code)
+		}
+	}
+	if j := driverJob(ctx, t, e.d, e.jobID); j.Status != "RUNNING" {
+		t.Fatalf("job %d is %s after refused confirmations; want RUNNING", e.jobID, j.Status)
+	}
+	code, loc := post(url.Values{"csrf": {token}})
+	if code != http.StatusSeeOther || loc != "/app/"+e.d.AppID+"/jobs/" {
+		t.Fatalf("POST %s with the token = %d, Location %q; want 303 to the Jobs page", killURL, code, loc)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		j := driverJob(ctx, t, e.d, e.jobID)
+		if j.Status != "RUNNING" {
+			t.Logf("modify-acl: after the confirmed kill the driver reports job %d %s (%d killed tasks)", e.jobID, j.Status, j.NumKilledTasks)
+			if j.Status != "FAILED" {
+				t.Errorf("job %d is %s; want FAILED (killed)", e.jobID, j.Status)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %d still RUNNING 20 s after the confirmed kill", e.jobID)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func flipChar(c byte) string {
+	if c == 'A' {
+		return "B"
+	}
+	return "A"
+}
+
+func driverJob(ctx context.Context, t *testing.T, d *Driver, id int) SparkJob {
+	t.Helper()
+	var j SparkJob
+	if err := getJSONDirect(ctx, fmt.Sprintf("%s/api/v1/applications/%s/jobs/%d", d.UIURL(), d.AppID, id), &j); err != nil {
+		t.Fatal(err)
+	}
+	return j
 }
