@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -109,16 +110,37 @@ func (s *Server) serveKillConfirm(w http.ResponseWriter, r *http.Request, st *re
 	return nil
 }
 
+// sparkKillToken matches the per-UI token Spark 4.0.5 and later render in
+// their kill forms (<input type="hidden" name="csrfToken" value="<hex>">).
+var sparkKillToken = regexp.MustCompile(`name="csrfToken"\s+value="([0-9A-Fa-f]{1,128})"`)
+
 // sendKill sends Spark's kill request to the driver, with nothing of the
-// client's request but the id.
+// client's request but the id. Spark 3.5 takes a GET with the id. Spark
+// 4.0.5 and later take a POST (GET only with spark.ui.actionsViaGetEnabled)
+// with the per-UI CSRF token from the driver's own kill form: when the
+// driver's Jobs or Stages page carries one, the kill is posted with it, as
+// that form would.
 func (s *Server) sendKill(ctx context.Context, app *discovery.App, path, id string) error {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout+s.cfg.ResponseHeaderTimeout)
+	ctx, cancel := context.WithTimeout(ctx, 2*(s.cfg.DialTimeout+s.cfg.ResponseHeaderTimeout))
 	defer cancel()
+	token, err := s.driverKillToken(ctx, app, path)
+	if err != nil {
+		return err
+	}
 	u := *app.UIURL
 	u.Path = strings.TrimSuffix(u.Path, "/") + path
 	u.RawPath = ""
-	u.RawQuery = "id=" + url.QueryEscape(id)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	var req *http.Request
+	if token == "" {
+		u.RawQuery = "id=" + url.QueryEscape(id)
+		req, err = http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	} else {
+		form := url.Values{"id": {id}, "csrfToken": {token}}
+		req, err = http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader(form.Encode()))
+		if err == nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("building kill request: %w", err)
 	}
@@ -132,6 +154,35 @@ func (s *Server) sendKill(ctx context.Context, app *discovery.App, path, id stri
 		return fmt.Errorf("kill at %s: status %d", u.Host, resp.StatusCode)
 	}
 	return nil
+}
+
+// driverKillToken reads the CSRF token of the driver's kill forms from its
+// Jobs page (Stages page for a stage kill); "" when the page has none.
+func (s *Server) driverKillToken(ctx context.Context, app *discovery.App, killPath string) (string, error) {
+	page := "/jobs/"
+	if strings.HasPrefix(killPath, "/stages/") {
+		page = "/stages/"
+	}
+	u := *app.UIURL
+	u.Path = strings.TrimSuffix(u.Path, "/") + page
+	u.RawPath, u.RawQuery = "", ""
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return "", fmt.Errorf("building kill form request: %w", err)
+	}
+	resp, err := s.upstreams.transport.RoundTrip(req)
+	if err != nil {
+		return "", fmt.Errorf("reading kill form from %s: %w", u.Host, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return "", fmt.Errorf("reading kill form from %s: %w", u.Host, err)
+	}
+	if m := sparkKillToken.FindSubmatch(body); m != nil {
+		return string(m[1]), nil
+	}
+	return "", nil
 }
 
 // csrfToken is "<unix seconds>.<mac>", the MAC binding user, path, id,

@@ -1,11 +1,17 @@
 package proxy
 
 import (
+	"context"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/sparkgate/sparkgate/proxy/discovery"
 )
 
 var csrfInput = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
@@ -89,5 +95,53 @@ func TestKillConfirmModifyACL(t *testing.T) {
 	}
 	if resp, _ := h.raw(t, "GET", "/app/"+appDenied+"/jobs/job/kill/?id=1", "alice"); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("kill page of an app alice may not view = %d; want 403", resp.StatusCode)
+	}
+}
+
+// TestSendKillSpark4 uses a driver that behaves as Spark 4.0.5 does (read
+// from its classes and checked against a real driver in the e2e suite):
+// the kill handler takes only POST, with the per-UI token of its kill form.
+func TestSendKillSpark4(t *testing.T) {
+	const token = "0f3a9c2b7d1e4f5a6b7c8d9e0f1a2b3c"
+	var mu sync.Mutex
+	var kills []url.Values
+	drv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/jobs/", "/stages/":
+			w.Header().Set("Content-Type", "text/html;charset=utf-8")
+			_, _ = io.WriteString(w, `<form method="post" action="/jobs/job/kill/"><input type="hidden" name="id" value="7"/>`+
+				`<input type="hidden" name="csrfToken" value="`+token+`"/><a href="#" class="kill-link">(kill)</a></form>`)
+		case "/jobs/job/kill/", "/stages/stage/kill/":
+			if r.Method != http.MethodPost {
+				w.WriteHeader(http.StatusMethodNotAllowed)
+				return
+			}
+			_ = r.ParseForm()
+			if r.PostForm.Get("csrfToken") != token {
+				w.WriteHeader(http.StatusForbidden)
+				return
+			}
+			mu.Lock()
+			kills = append(kills, r.PostForm)
+			mu.Unlock()
+			w.Header().Set("Location", "http://"+r.Host+"/jobs/")
+			w.WriteHeader(http.StatusFound)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer drv.Close()
+	h := newHarness(t, func(o *Options) { o.Config.Kill = KillModifyACL })
+	u, _ := url.Parse(drv.URL)
+	app := &discovery.App{ID: appLive, State: discovery.Running, UIURL: u}
+	for _, tt := range []struct{ path, id string }{{"/jobs/job/kill/", "7"}, {"/stages/stage/kill/", "12"}} {
+		if err := h.srv.sendKill(context.Background(), app, tt.path, tt.id); err != nil {
+			t.Errorf("sendKill(%q, %q) = %v; want nil", tt.path, tt.id, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(kills) != 2 || kills[0].Get("id") != "7" || kills[1].Get("id") != "12" {
+		t.Errorf("driver took kills %v; want ids 7 and 12 posted with the token", kills)
 	}
 }
