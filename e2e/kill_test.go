@@ -367,7 +367,7 @@ func (e *killEnv) runBattery(t *testing.T, out *strings.Builder) {
 	for _, k := range keys {
 		fmt.Fprintf(&b, " %d×%d", k, counts[k])
 	}
-	b.WriteString("\n(* = Spark's kill handler answered: 302 to /jobs/ or /stages/)\n\n")
+	b.WriteString("\n(* = 302 to /jobs/ or /stages/, as the kill handler answers; Spark 4 kills only with its CSRF token)\n\n")
 	t.Log("\n" + b.String())
 	out.WriteString(b.String())
 	if total < 300 {
