@@ -58,7 +58,9 @@ def build_session(args):
         k, _, v = kv.partition("=")
         confs[k] = v
     if args.light:
-        b = b.config("spark.driver.memory", "512m")
+        # C1 only and the serial collector: less CPU while many start at once.
+        b = (b.config("spark.driver.memory", "512m")
+             .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"))
     for k, v in confs.items():
         b = b.config(k, v)
     return b.getOrCreate()
