@@ -319,3 +319,53 @@ func browserTarget(base *url.URL, loc string) string {
 	}
 	return u.Host
 }
+
+// SignOut opens the gateway's /oauth2/logout with c (which must follow
+// redirects and hold the session's cookie jar) and confirms the provider's
+// end-session form with "Yes, sign me out" (logout=yes; the button sits
+// outside the form). It returns where the browser-like client ends.
+func SignOut(ctx context.Context, c *http.Client, gwURL string) (*url.URL, []byte, error) {
+	a, final, err := getFollow(ctx, c, http.MethodGet, gwURL+"/oauth2/logout", nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	action, fields, ok := firstForm(a)
+	if !ok || !strings.Contains(final.Path, "/session/end") {
+		return final, a, fmt.Errorf("no end-session form at %s: %.300s", final, a)
+	}
+	fields.Set("logout", "yes")
+	next, err := final.Parse(action)
+	if err != nil {
+		return nil, nil, fmt.Errorf("form action %q: %w", action, err)
+	}
+	body, final, err := getFollow(ctx, c, http.MethodPost, next.String(), fields)
+	return final, body, err
+}
+
+// getFollow sends one request with c (following redirects as c does) and
+// returns the final body and URL; form, when set, is posted.
+func getFollow(ctx context.Context, c *http.Client, method, u string, form url.Values) ([]byte, *url.URL, error) {
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequestWithContext(rctx, method, u, body)
+	if err != nil {
+		return nil, nil, fmt.Errorf("building request: %w", err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s %s: %w", method, u, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading %s: %w", u, err)
+	}
+	return b, resp.Request.URL, nil
+}

@@ -795,15 +795,18 @@ func (e *aclEnv) checkReturnURLs(t *testing.T) {
 				}
 				return nil
 			}}
-			final, _, err := BrowserlessLogin(ctx, c, e.gw.URL+"/oauth2/login?rd="+rd, "alice")
+			final, body, err := BrowserlessLogin(ctx, c, e.gw.URL+"/oauth2/login?rd="+rd, "alice")
 			if offsite != "" {
 				t.Fatalf("rd=%s: after sign-in the gateway redirected to %q", rd, offsite)
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			if final.Host != gwHost {
-				t.Errorf("rd=%s: sign-in ended at %s; want the gateway", rd, final)
+			if final.Host != gwHost || final.Path != "/" {
+				t.Errorf("rd=%s: sign-in ended at %s; want the gateway's start page", rd, final)
+			}
+			if !strings.Contains(string(body), "you may view") {
+				t.Errorf("rd=%s: sign-in did not end signed in on the index: %.300s", rd, body)
 			}
 		})
 	}
