@@ -51,6 +51,31 @@ func BenchmarkServeAppHandler(b *testing.B) {
 	}
 }
 
+// BenchmarkServeAppParallel is the handler path under 64 concurrent
+// requests to one driver; dials/op counts new upstream connections (it
+// should be ~0: idle connections are reused).
+func BenchmarkServeAppParallel(b *testing.B) {
+	h := newHarness(b, nil)
+	dials := countDials(h.srv)
+	handler := Middleware(h.srv, zapNop())
+	b.ReportAllocs()
+	b.SetParallelism(32) // 64 goroutines on 2 cores
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		req, _ := http.NewRequest("GET", "http://gw.test/app/"+appLive+"/environment/?x=1", nil)
+		req.AddCookie(&http.Cookie{Name: sessionName, Value: "alice"})
+		for pb.Next() {
+			w := &discardWriter{h: http.Header{}}
+			handler.ServeHTTP(w, req)
+			if w.code != http.StatusOK {
+				b.Errorf("status %d", w.code)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(dials.Load())/float64(b.N), "dials/op")
+}
+
 type discardWriter struct {
 	h    http.Header
 	code int

@@ -53,8 +53,7 @@ func StripRequest(h http.Header, rawQuery string) (cleanQuery string) {
 		h.Del(name)
 	}
 	for name := range h {
-		upper := strings.ToUpper(name)
-		if strings.HasPrefix(upper, "X-FORWARDED") || strings.HasPrefix(upper, "X-AUTH-REQUEST") {
+		if hasPrefixFold(name, "X-FORWARDED") || hasPrefixFold(name, "X-AUTH-REQUEST") {
 			delete(h, name)
 		}
 	}
@@ -94,9 +93,14 @@ func stripCookies(h http.Header) {
 // Both '&' and ';' count as separators (older servlet containers split on
 // ';').
 func stripDoAs(rawQuery string) string {
-	if rawQuery == "" {
-		return ""
+	if rawQuery == "" || !mayHaveDoAs(rawQuery) {
+		return rawQuery
 	}
+	return stripDoAsAll(rawQuery)
+}
+
+// stripDoAsAll is stripDoAs without the pre-check.
+func stripDoAsAll(rawQuery string) string {
 	parts := strings.Split(rawQuery, "&")
 	kept := parts[:0]
 	for _, p := range parts {
@@ -138,4 +142,55 @@ func isDoAs(rawKey string) bool {
 		key = b.String()
 	}
 	return strings.EqualFold(strings.TrimSpace(key), "doas")
+}
+
+// mayHaveDoAs is a sound pre-check for stripDoAs: a doAs key spells "doas"
+// in ASCII letters unless it is percent-encoded or uses a non-ASCII letter
+// that strings.EqualFold folds to one (U+017F, the long s).
+func mayHaveDoAs(rawQuery string) bool {
+	for i := 0; i < len(rawQuery); i++ {
+		if c := rawQuery[i]; c == '%' || c >= 0x80 {
+			return true
+		}
+	}
+	return asciiIndexFold(rawQuery, "doas") >= 0
+}
+
+// hasPrefixFold reports whether s starts with the upper-case ASCII prefix,
+// in any ASCII case (strings.ToUpper then HasPrefix, without allocating).
+func hasPrefixFold(s, prefix string) bool {
+	if len(s) < len(prefix) {
+		return false
+	}
+	for i := 0; i < len(prefix); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		if c != prefix[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// asciiIndexFold returns the index of the lower-case ASCII word w in s, in
+// any ASCII case, or -1.
+func asciiIndexFold(s, w string) int {
+	for i := 0; i+len(w) <= len(s); i++ {
+		j := 0
+		for ; j < len(w); j++ {
+			c := s[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != w[j] {
+				break
+			}
+		}
+		if j == len(w) {
+			return i
+		}
+	}
+	return -1
 }

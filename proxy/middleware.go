@@ -56,14 +56,24 @@ func Middleware(next http.Handler, logger *zap.Logger) http.Handler {
 	prefix := hex.EncodeToString(b[:]) + "-"
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		// One allocation carries the request's state and its response
+		// writer wrapper.
+		rc := &reqCarrier{}
+		st, lw := &rc.st, &rc.lw
 		id := r.Header.Get("X-Request-Id")
 		if !validRequestID(id) {
-			id = prefix + strconv.FormatUint(seq.Add(1), 36)
-			r.Header.Set("X-Request-Id", id)
+			var buf [32]byte
+			id = string(strconv.AppendUint(append(buf[:0], prefix...), seq.Add(1), 36))
+			rc.idHeader[0] = id
+			// Both headers share one value slice; nothing in the gateway
+			// or net/http writes into a header's slice in place.
+			r.Header["X-Request-Id"] = rc.idHeader[:]
+		} else {
+			rc.idHeader[0] = id
 		}
-		w.Header().Set("X-Request-Id", id)
-		st := &reqState{requestID: id}
-		lw := &logWriter{ResponseWriter: w}
+		w.Header()["X-Request-Id"] = rc.idHeader[:]
+		st.requestID = id
+		lw.ResponseWriter = w
 		defer func() {
 			p := recover()
 			if p != nil && p != http.ErrAbortHandler { //nolint:errorlint // sentinel compared as net/http does
@@ -103,6 +113,13 @@ func Middleware(next http.Handler, logger *zap.Logger) http.Handler {
 		}()
 		next.ServeHTTP(lw, r.WithContext(contextWithState(r.Context(), st)))
 	})
+}
+
+// reqCarrier is what Middleware allocates per request.
+type reqCarrier struct {
+	st       reqState
+	lw       logWriter
+	idHeader [1]string
 }
 
 // statusClientClosed is logged when the client went away before the answer

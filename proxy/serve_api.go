@@ -30,7 +30,7 @@ func (s *Server) serveAPIApp(w http.ResponseWriter, r *http.Request, st *reqStat
 		// A Location from the driver's REST resolves under /app/<id>.
 		st.prefix = "/app/" + app.ID
 		st.suspectID = app.ID
-		s.proxy(w, r, st, app.UIURL, driverLabel(app.UIURL))
+		s.proxyDriver(w, r, st, app.UIURL)
 		return nil
 	}
 	if ref := s.historyFor(app, rt.Attempt); ref != nil {

@@ -35,7 +35,7 @@ func (s *Server) serveApp(w http.ResponseWriter, r *http.Request, st *reqState) 
 			st.xfc = rt.Prefix
 		}
 		st.suspectID = app.ID
-		s.proxy(w, r, st, app.UIURL, driverLabel(app.UIURL))
+		s.proxyDriver(w, r, st, app.UIURL)
 		return nil
 	}
 	if ref := s.historyFor(app, ""); ref != nil {

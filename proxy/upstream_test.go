@@ -1,0 +1,150 @@
+package proxy
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sparkgate/sparkgate/proxy/discovery"
+)
+
+// countDials makes the gateway's transport count its new upstream
+// connections.
+func countDials(s *Server) *atomic.Int64 {
+	var n atomic.Int64
+	dial := s.upstreams.transport.DialContext
+	s.upstreams.transport.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		n.Add(1)
+		return dial(ctx, network, addr)
+	}
+	return &n
+}
+
+// barrierDriver is a driver that answers only once `want` requests are in
+// flight at the same time, so that each round forces that many upstream
+// connections at once.
+type barrierDriver struct {
+	*httptest.Server
+	want    int
+	mu      sync.Mutex
+	arrived int
+	release chan struct{}
+}
+
+func newBarrierDriver(t *testing.T, want int) *barrierDriver {
+	d := &barrierDriver{want: want, release: make(chan struct{})}
+	d.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d.mu.Lock()
+		d.arrived++
+		rel := d.release
+		if d.arrived == d.want {
+			d.arrived = 0
+			d.release = make(chan struct{})
+			close(rel)
+		}
+		d.mu.Unlock()
+		select {
+		case <-rel:
+		case <-time.After(10 * time.Second):
+			t.Error("barrier driver: not all requests arrived")
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"ok":true}`))
+	}))
+	t.Cleanup(d.Close)
+	return d
+}
+
+// TestUpstreamNoRedial checks that 64 concurrent requests to one driver,
+// repeated, reuse their upstream connections: the idle pool keeps all of
+// them between rounds instead of closing some and dialing again.
+func TestUpstreamNoRedial(t *testing.T) {
+	const conc, rounds = 64, 3
+	h := newHarness(t, nil)
+	d := newBarrierDriver(t, conc)
+	u, _ := url.Parse(d.URL)
+	h.reg.Store(discovery.NewSnapshot([]*discovery.App{{ID: appLive, Name: "etl", User: "alice",
+		State: discovery.Running, UIURL: u, Source: "static"}}))
+	dials := countDials(h.srv)
+	handler := Middleware(h.srv, zap.NewNop())
+	for round := range rounds {
+		var wg sync.WaitGroup
+		codes := make([]int, conc)
+		for i := range conc {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req := httptest.NewRequest("GET", "/api/v1/applications/"+appLive+"/jobs", nil)
+				req.AddCookie(&http.Cookie{Name: sessionName, Value: "alice"})
+				w := httptest.NewRecorder()
+				handler.ServeHTTP(w, req)
+				codes[i] = w.Code
+			}()
+		}
+		wg.Wait()
+		for i, c := range codes {
+			if c != http.StatusOK {
+				t.Fatalf("round %d request %d: status %d", round, i, c)
+			}
+		}
+	}
+	if got := dials.Load(); got > conc {
+		t.Errorf("%d rounds of %d concurrent requests dialed %d connections; want at most %d (no redial)", rounds, conc, got, conc)
+	}
+}
+
+func TestIsHTML(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		ct   string
+		want bool
+	}{
+		{"", false},
+		{"text/html", true},
+		{"text/html;charset=utf-8", true},
+		{"TEXT/HTML; charset=UTF-8", true},
+		{" text/html ", true},
+		{"application/xhtml+xml", true},
+		{"application/json", false},
+		{"application/json;charset=utf-8", false},
+		{"application/json; charset", false}, // a browser ignores a bad parameter
+		{"text/plain", false},
+		{"text/css", false},
+		{"text/htmlx", false},
+		{"text", true},          // unparseable: a browser may sniff
+		{"text/", true},         // unparseable
+		{"/html", true},         // unparseable
+		{"text/ht ml", true},    // unparseable
+		{"text/html\x00", true}, // unparseable
+	}
+	for _, tt := range tests {
+		t.Run(tt.ct, func(t *testing.T) {
+			if got := isHTML(tt.ct); got != tt.want {
+				t.Errorf("isHTML(%q) = %v; want %v", tt.ct, got, tt.want)
+			}
+		})
+	}
+}
+
+// FuzzStripDoAsPrecheck checks that the pre-check of stripDoAs never skips
+// a query the full check would change.
+func FuzzStripDoAsPrecheck(f *testing.F) {
+	for _, s := range []string{"x=1", "doAs=bob", "a=1&DOAS=x", "%64oAs=bob", "do%41s=x;y=1", "+doas+=1", "do\u017fs=x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		if q != "" && !mayHaveDoAs(q) {
+			if got := stripDoAsAll(q); got != q {
+				t.Fatalf("mayHaveDoAs(%q) = false but stripDoAs gives %q", q, got)
+			}
+		}
+	})
+}
