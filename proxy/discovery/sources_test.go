@@ -37,7 +37,9 @@ func TestMasterSource(t *testing.T) {
 	t.Parallel()
 	// Shapes from JsonProtocol.writeMasterState and ApplicationPage (3.5).
 	mux := http.NewServeMux()
-	mux.HandleFunc("/json", func(w http.ResponseWriter, r *http.Request) {
+	// Jetty, as on a real master: the bare context path redirects.
+	mux.Handle("/json", http.RedirectHandler("/json/", http.StatusFound))
+	mux.HandleFunc("/json/", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `{"url":"spark://m:7077","workers":[],"aliveworkers":1,"cores":4,"coresused":1,
  "activeapps":[{"id":"app-20240501123456-0000","starttime":1,"name":"a","cores":1,"user":"alice","state":"RUNNING","duration":5},
                {"id":"app-20240501123456-0001","starttime":2,"name":"b","cores":1,"user":"bob","state":"RUNNING","duration":5}],
