@@ -39,6 +39,25 @@ var retrySchedule = [...]time.Duration{
 	200 * time.Millisecond,
 }
 
+// timeoutRetries is how many header timeouts verify retries from a UI that
+// has not shown Spark's placeholder in the same verification.
+const timeoutRetries = 2
+
+// isTimeout reports whether err is an unreachableError from a request that
+// connected but got no answer in time (not a refused or failed dial).
+func isTimeout(err error) bool {
+	var ue *unreachableError
+	if !errors.As(err, &ue) || ue.refused {
+		return false
+	}
+	var ne net.Error
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "dial" {
+		return false
+	}
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
 // retryDelay is the wait before retry n (0-based) of a starting-up UI.
 func retryDelay(n int) time.Duration {
 	if n >= 0 && n < len(retrySchedule) {
@@ -164,9 +183,10 @@ func (c *client) getJSON(ctx context.Context, base *url.URL, p string, max int64
 	trimmed := bytes.TrimSpace(body)
 	isJSON := len(trimmed) > 0 && (trimmed[0] == '[' || trimmed[0] == '{')
 	if resp.StatusCode != http.StatusOK {
-		if resp.StatusCode == http.StatusNotFound && !isJSON {
-			// Real 3.5 drivers answer a non-JSON 404 between the port
-			// line and the moment the API handlers are attached.
+		if resp.StatusCode == http.StatusNotFound && (!isJSON || trimmed[0] == '{') {
+			// Real drivers answer 404 between the port line and the
+			// moment the API handlers are attached: Jetty's error page,
+			// which is a JSON object when the request accepts JSON.
 			return fmt.Errorf("%s: status %d: %w", u.Redacted(), resp.StatusCode, errNotJSON)
 		}
 		return fmt.Errorf("%s: status %d: %w", u.Redacted(), resp.StatusCode, errNotDriver)
@@ -250,17 +270,29 @@ func (c *client) verifyOnce(ctx context.Context, ui *url.URL) (driverInfo, error
 // verify retries verifyOnce while the UI shows its placeholder or a
 // non-JSON answer, waiting retryDelay between tries (50 ms at first, then
 // up to retryCap).
+//
+// A UI that accepts the connection but sends no headers within callTimeout
+// is also retried, a few times, or for as long as the placeholder budget
+// when it showed the placeholder before: a driver's first API request
+// initialises the JAX-RS servlet, which takes seconds on a busy machine.
 func (c *client) verify(ctx context.Context, ui *url.URL) (driverInfo, error) {
 	start := time.Now()
+	starting, timeouts := false, 0
 	for n := 0; ; n++ {
 		delay := retryDelay(n)
 		info, err := c.verifyOnce(ctx, ui)
 		var budget time.Duration
 		switch {
 		case errors.Is(err, errStarting):
-			budget = startingMax
+			budget, starting = startingMax, true
 		case errors.Is(err, errNotJSON):
-			budget = nonJSONMax
+			budget, starting = nonJSONMax, true
+		case isTimeout(err) && ctx.Err() == nil && (starting || timeouts < timeoutRetries):
+			timeouts++
+			budget, delay = nonJSONMax, 0
+			if starting {
+				budget = startingMax
+			}
 		default:
 			return info, err
 		}

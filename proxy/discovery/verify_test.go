@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -129,5 +130,86 @@ func TestVerifyRetriesPlaceholder(t *testing.T) {
 	// Every placeholder answer, then the app list and the environment.
 	if got, want := d.hits.Load(), int64(len(retrySchedule)+2+2); got != want {
 		t.Errorf("driver saw %d requests; want %d", got, want)
+	}
+}
+
+// TestVerifyStartupAnswers replays what real drivers answered between the
+// SparkUI port line and a working API: the placeholder, Jetty's 404 (a JSON
+// object when the request accepts JSON), and a first API request that hangs
+// while the JAX-RS servlet initialises. Each must lead to a retry, not to a
+// rejected candidate.
+func TestVerifyStartupAnswers(t *testing.T) {
+	t.Parallel()
+	const app = `[{"id":"local-1714566896789","name":"demo","attempts":[{"sparkUser":"alice","startTimeEpoch":1714566896789}]}]`
+	jetty404 := `{"url":"/api/v1/applications","status":"404","message":"Not Found","servlet":"org.sparkproject.jetty.servlet.ServletHandler$Default404Servlet-1"}`
+	type answer struct {
+		status int
+		ct     string
+		body   string
+		hang   bool
+	}
+	placeholder := answer{200, "text/html;charset=utf-8", "Spark is starting up. Please wait a while until it's ready.", false}
+	tests := []struct {
+		name    string
+		answers []answer // then the app list
+		wantErr bool
+		wantHit int64
+	}{
+		{"placeholder then json 404", []answer{placeholder, {404, "application/json", jetty404, false}}, false, 3},
+		{"html 404", []answer{{404, "text/html;charset=iso-8859-1", "<html><body>Error 404 Not Found</body></html>", false}}, false, 2},
+		{"placeholder then a hang", []answer{placeholder, {hang: true}, {hang: true}, {hang: true}}, false, 5},
+		{"hangs without placeholder, few times", []answer{{hang: true}, {hang: true}}, false, 3},
+		{"hangs without placeholder, too often", []answer{{hang: true}, {hang: true}, {hang: true}, {hang: true}}, true, 3},
+		{"json array 404", []answer{{404, "application/json", `[]`, false}}, true, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var hits atomic.Int64
+			release := make(chan struct{})
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				n := int(hits.Add(1)) - 1
+				if r.URL.Path != "/api/v1/applications" {
+					http.NotFound(w, r) // environment: optional
+					return
+				}
+				if n < len(tt.answers) {
+					a := tt.answers[n]
+					if a.hang {
+						select {
+						case <-release:
+						case <-r.Context().Done():
+						}
+						return
+					}
+					w.Header().Set("Content-Type", a.ct)
+					w.WriteHeader(a.status)
+					fmt.Fprint(w, a.body)
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprint(w, app)
+			}))
+			t.Cleanup(srv.Close)
+			t.Cleanup(func() { close(release) })
+			tr := newTransport()
+			tr.ResponseHeaderTimeout = 50 * time.Millisecond
+			u, _ := url.Parse(srv.URL)
+			info, err := newClient(tr).verify(context.Background(), u)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("verify() = %q, %v; want error %v", info.ID, err, tt.wantErr)
+			}
+			if !tt.wantErr && info.ID != "local-1714566896789" {
+				t.Errorf("verify() ID = %q; want local-1714566896789", info.ID)
+			}
+			// App-list requests made (plus the environment request when found).
+			got := hits.Load()
+			if !tt.wantErr {
+				got-- // the environment request
+			}
+			if got != tt.wantHit {
+				t.Errorf("driver saw %d app-list requests; want %d", got, tt.wantHit)
+			}
+		})
 	}
 }
