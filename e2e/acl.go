@@ -284,8 +284,16 @@ func (b *Browser) GoAndLocate(u string, timeout time.Duration) (string, error) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(u)); err != nil {
 		return "", fmt.Errorf("navigating to %s: %w", u, err)
 	}
-	return chromedp.Run(ctx, chromedp.Poll[string](`document.readyState === "complete" && location.href`,
-		chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(timeout)))
+	// A poll fails with "Cannot find context" when a redirect replaces the
+	// document under it; ask again on the new one.
+	for {
+		loc, err := chromedp.Run(ctx, chromedp.Poll[string](`document.readyState === "complete" && location.href`,
+			chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(timeout)))
+		if err == nil || ctx.Err() != nil {
+			return loc, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // IndexAppIDs opens the gateway's index page at u and returns the app ids
