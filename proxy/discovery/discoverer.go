@@ -62,6 +62,7 @@ type target struct {
 	retryAt    time.Time
 	lastOffer  time.Time
 	fromLogAt  time.Time // when a log line last named it, for timing logs
+	verifyAt   time.Time // when the current or last verification started
 	bySourceAt time.Time
 }
 
@@ -321,6 +322,7 @@ func (d *Discoverer) offer(c candidate) {
 func (d *Discoverer) verify(t *target) {
 	ctx := d.ctx
 	t.verifying = true
+	t.verifyAt = d.now()
 	d.pending++
 	u := t.c.url
 	go func() {
@@ -374,6 +376,7 @@ func (d *Discoverer) onVerified(t *target, info driverInfo, err error) {
 	if !t.fromLogAt.IsZero() {
 		fields = append(fields, zap.Duration("since_log_line", now.Sub(t.fromLogAt)))
 	}
+	fields = append(fields, zap.Duration("verify_took", now.Sub(t.verifyAt)), zap.Int("tries", info.tries))
 	if info.ACLProps == nil {
 		fields = append(fields, zap.Bool("acl_unknown", true))
 	}

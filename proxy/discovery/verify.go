@@ -119,6 +119,7 @@ type driverInfo struct {
 	Completed                               bool
 	ACLProps                                map[string]string // nil if the environment was unreadable
 	ProxyBase                               string
+	tries                                   int // requests for the app list, for logs
 }
 
 // client makes the bounded outbound calls. Its zero value is not usable.
@@ -281,6 +282,7 @@ func (c *client) verify(ctx context.Context, ui *url.URL) (driverInfo, error) {
 	for n := 0; ; n++ {
 		delay := retryDelay(n)
 		info, err := c.verifyOnce(ctx, ui)
+		info.tries = n + 1
 		var budget time.Duration
 		switch {
 		case errors.Is(err, errStarting):

@@ -29,6 +29,7 @@ func TestVerify(t *testing.T) {
 		Start:     info.Start, // checked below
 		ACLProps:  map[string]string{"spark.acls.enable": "true", "spark.ui.view.acls": "alice,bob"},
 		ProxyBase: "/sys",
+		tries:     4, // three placeholders, then the app
 	}
 	if diff := cmp.Diff(want, info, cmp.AllowUnexported(driverInfo{})); diff != "" {
 		t.Errorf("verify() (-want +got):\n%s", diff)
