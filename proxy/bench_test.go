@@ -3,9 +3,14 @@ package proxy
 import (
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
 	"testing"
 
 	"go.uber.org/zap"
+
+	"github.com/sparkgate/sparkgate/proxy/discovery"
 )
 
 // BenchmarkServeApp measures the whole per-request path: middleware, route,
@@ -95,3 +100,40 @@ func (w *discardWriter) Write(p []byte) (int, error) {
 }
 
 func zapNop() *zap.Logger { return zap.NewNop() }
+
+// BenchmarkServeAppHTML is the whole request path for a real Spark page
+// (the 3.5.9 jobs page, kill links included): proxying plus stripping.
+func BenchmarkServeAppHTML(b *testing.B) {
+	page, err := os.ReadFile("testdata/spark-3.5.9-jobs.html")
+	if err != nil {
+		b.Fatal(err)
+	}
+	drv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html;charset=utf-8")
+		_, _ = w.Write(page)
+	}))
+	b.Cleanup(drv.Close)
+	h := newHarness(b, nil)
+	u, _ := url.Parse(drv.URL)
+	h.reg.Store(discovery.NewSnapshot([]*discovery.App{{ID: appLive, Name: "etl", User: "alice",
+		State: discovery.Running, UIURL: u, Source: "static"}}))
+	req, err := http.NewRequest("GET", h.gw.URL+"/app/"+appLive+"/jobs/", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.AddCookie(&http.Cookie{Name: sessionName, Value: "alice"})
+	b.SetBytes(int64(len(page)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		resp, err := h.client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("status %d", resp.StatusCode)
+		}
+	}
+}
