@@ -35,7 +35,7 @@ var identityHeaders = []string{
 // Forwarded, X-Real-IP, X-Remote-User, Remote-User, every X-Auth-Request-*,
 // X-Client-IP, True-Client-IP, CF-Connecting-IP, the method-override headers,
 // Authorization, Proxy-Authorization, and any header named in Connection),
-// gateway cookies (names starting with CookiePrefix; other cookies are kept),
+// every cookie (the gateway's own and any other: Spark uses none),
 // and the doAs query parameter in any case. It mutates h and returns the
 // cleaned RawQuery; the rest of the query is kept byte for byte.
 func StripRequest(h http.Header, rawQuery string) (cleanQuery string) {
@@ -57,35 +57,12 @@ func StripRequest(h http.Header, rawQuery string) (cleanQuery string) {
 			delete(h, name)
 		}
 	}
-	stripCookies(h)
-	return stripDoAs(rawQuery)
-}
-
-// stripCookies removes gateway cookies from every Cookie header, keeping
-// the other cookies' bytes as sent.
-func stripCookies(h http.Header) {
-	vals := h.Values("Cookie")
-	if len(vals) == 0 {
-		return
-	}
-	var kept []string
-	for _, line := range vals {
-		for _, part := range strings.Split(line, ";") {
-			part = textproto.TrimString(part)
-			if part == "" {
-				continue
-			}
-			name, _, _ := strings.Cut(part, "=")
-			if strings.HasPrefix(textproto.TrimString(name), CookiePrefix) {
-				continue
-			}
-			kept = append(kept, part)
-		}
-	}
+	// Every cookie stays here. Spark's UI uses none; what a browser sends
+	// to the gateway's host is the gateway's session, or belongs to other
+	// sites on that host (an IdP, other apps), and must not reach every
+	// driver.
 	h.Del("Cookie")
-	if len(kept) > 0 {
-		h.Set("Cookie", strings.Join(kept, "; "))
-	}
+	return stripDoAs(rawQuery)
 }
 
 // stripDoAs removes every doAs parameter (any case, also percent-encoded
