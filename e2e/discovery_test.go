@@ -109,12 +109,31 @@ func (s *suite) timeRoutable(t *testing.T, home SparkHome) {
 	_ = RecordFigure(s.outDir, "routable_after_ui_line_"+v, toRoutable)
 	_ = RecordFigure(s.outDir, "spark_api_after_ui_line_"+v, sparkDelay)
 	_ = RecordFigure(s.outDir, "gateway_overhead_"+v, overhead)
-	if m := reFoundAfter.FindStringSubmatch(gw.Watch.Tail(400)); m != nil {
-		t.Logf("gateway log: driver found %s after the log line it read", m[1])
+	if m, _, ok := gw.Watch.Find(reFoundAfter); ok {
+		found, _ := time.Parse(time.RFC3339Nano, m[1])
+		t.Logf("gateway log: driver found %v after the SparkUI line, %v after the driver's API answered; the last verification took %s in %s tries",
+			found.Sub(a).Round(time.Millisecond), found.Sub(serving.at).Round(time.Millisecond), m[3], m[4])
+		_ = RecordFigure(s.outDir, "gateway_found_after_driver_api_"+v, found.Sub(serving.at))
+	}
+	// Cross-check (c) with the gateway's own clock: when its access log
+	// says the first /jobs/ 200 was sent (the poller may run late on a
+	// loaded machine).
+	reJobs := regexp.MustCompile(`^(\S+)\s.*"path":\s*"/app/` + regexp.QuoteMeta(d.AppID) + `/jobs/".*"status":\s*200.*"duration":\s*"([^"]+)"`)
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if m, _, err := gw.Watch.WaitFor(wctx, reJobs, nil); err == nil {
+		if at, err := time.Parse(time.RFC3339Nano, m[1]); err == nil {
+			t.Logf("gateway access log: first /jobs/ 200 sent %v after the SparkUI line (poller saw it after %v); that request took %s (mostly the driver rendering its first page)",
+				at.Sub(a).Round(time.Millisecond), toRoutable.Round(time.Millisecond), m[2])
+			_ = RecordFigure(s.outDir, "first_jobs_request_"+v, m[2])
+			_ = RecordFigure(s.outDir, "routable_after_ui_line_gateway_clock_"+v, at.Sub(a))
+		}
+	} else {
+		t.Logf("no access log line for the first /jobs/ 200: %v", err)
 	}
 }
 
-var reFoundAfter = regexp.MustCompile(`driver found.*"since_log_line":\s*"?([0-9.]+[a-zµ]+)`)
+var reFoundAfter = regexp.MustCompile(`^(\S+)\s.*driver found.*"since_log_line":\s*"?([0-9.]+[a-zµ]+)"?.*"verify_took":\s*"?([0-9.]+[a-zµ]+)"?.*"tries":\s*(\d+)`)
 
 // stamp is when a poller first saw what it waited for.
 type stamp struct {
