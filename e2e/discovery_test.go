@@ -243,6 +243,29 @@ func getStatus(ctx context.Context, c *http.Client, method, u string, form url.V
 	return resp.StatusCode, nil
 }
 
+// getBody GETs u and returns the body of a 200 answer.
+func getBody(ctx context.Context, c *http.Client, u string) (string, error) {
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, u, nil)
+	if err != nil {
+		return "", fmt.Errorf("building request: %w", err)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("GET %s: %w", u, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %w", u, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s", u, resp.Status)
+	}
+	return string(b), nil
+}
+
 // checkStandalone submits a small app to a real standalone master and
 // worker; a gateway whose only source is the master must find it (app-…),
 // route it, crawl it without a broken link, and refuse the master's kill
@@ -479,8 +502,13 @@ func (s *suite) checkProbeAndNoConfig(t *testing.T, home SparkHome) {
 		}
 		t.Logf("probe gateway marked %s completed %v after the driver exited (interval 1s)", dp.AppID, time.Since(stopped).Round(time.Millisecond))
 		_ = RecordFigure(s.outDir, "probe_completed_after_exit_"+home.Version, time.Since(stopped))
-		if st, err := getStatus(ctx, pc, http.MethodGet, pgw.URL+"/", nil); err != nil || st != http.StatusOK {
-			t.Errorf("GET / = %d, %v; want 200", st, err)
+		// The index shows it finished too.
+		body, err := getBody(ctx, pc, pgw.URL+"/?q="+url.QueryEscape(dp.AppID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(body, dp.AppID) || !strings.Contains(body, `class="state finished"`) {
+			t.Errorf("index for %s does not show it finished:\n%.2000s", dp.AppID, body)
 		}
 	})
 }
