@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -147,4 +148,42 @@ func FuzzStripDoAsPrecheck(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestUpstreamUnaskedEncoding checks an upstream that compresses although
+// the gateway asked for no encoding: HTML is refused (the stripper cannot
+// read it), anything else passes through unchanged with its encoding.
+func TestUpstreamUnaskedEncoding(t *testing.T) {
+	h := newHarness(t, nil)
+	var gotAE atomic.Value
+	d := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotAE.Store(r.Header.Get("Accept-Encoding"))
+		ct := "application/json"
+		if r.URL.Path == "/jobs/" {
+			ct = "text/html;charset=utf-8"
+		}
+		w.Header().Set("Content-Type", ct)
+		w.Header().Set("Content-Encoding", "gzip")
+		_, _ = w.Write([]byte("\x1f\x8b not really gzip"))
+	}))
+	t.Cleanup(d.Close)
+	u, _ := url.Parse(d.URL)
+	h.reg.Store(discovery.NewSnapshot([]*discovery.App{{ID: appLive, Name: "etl", User: "alice",
+		State: discovery.Running, UIURL: u, Source: "static"}}))
+	gz := http.Header{"Accept-Encoding": {"gzip"}}
+
+	resp, body := h.do(t, "GET", "/app/"+appLive+"/jobs/", "alice", gz)
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "cannot check") {
+		t.Errorf("gzip HTML = %d %q; want 502 saying the page cannot be checked", resp.StatusCode, body)
+	}
+	if ae, _ := gotAE.Load().(string); ae != "" {
+		t.Errorf("upstream Accept-Encoding = %q; want none", ae)
+	}
+
+	// The harness client does not decode: it did not ask for gzip itself.
+	resp, body = h.do(t, "GET", "/api/v1/applications/"+appLive+"/jobs", "alice", gz)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Encoding") != "gzip" || body != "\x1f\x8b not really gzip" {
+		t.Errorf("gzip JSON = %d %q %q; want 200 passed through with Content-Encoding gzip",
+			resp.StatusCode, resp.Header.Get("Content-Encoding"), body)
+	}
 }
