@@ -41,9 +41,11 @@ var errStripperClosed = errors.New("html stripper: read after close")
 // <a>, <form> or <button> cannot be judged and its element is removed; any
 // other longer tag is copied and its tail is read as text.
 //
-// Read returns the kept bytes of the tokens src has completed as soon as
-// the tokenizer has no input left, rather than wait on src for more; a
-// trailing partial token is copied unchanged at EOF. An error from src
+// Read fills p with kept bytes, but returns early rather than read src
+// when the tokenizer has used up its input at a token boundary. When src
+// pauses inside a token, the output of that Read waits for the token to
+// complete (Spark writes each page at once, so this costs nothing in
+// practice). A trailing partial token is copied unchanged at EOF. An error from src
 // other than io.EOF is returned (wrapped) once the output before it is
 // read, and then again on every Read.
 func NewStrippingReader(src io.ReadCloser) io.ReadCloser {
