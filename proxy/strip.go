@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"errors"
-	"fmt"
 	"io"
 
 	"golang.org/x/net/html"
@@ -46,8 +45,8 @@ var errStripperClosed = errors.New("html stripper: read after close")
 // pauses inside a token, the output of that Read waits for the token to
 // complete (Spark writes each page at once, so this costs nothing in
 // practice). A trailing partial token is copied unchanged at EOF. An error from src
-// other than io.EOF is returned (wrapped) once the output before it is
-// read, and then again on every Read.
+// other than io.EOF is returned as is once the output before it is read,
+// and then again on every Read.
 func NewStrippingReader(src io.ReadCloser) io.ReadCloser {
 	r := &strippingReader{src: src}
 	r.in.src = src
@@ -164,7 +163,9 @@ func (r *strippingReader) next() []byte {
 		r.z.SetMaxBuf(maxTokenBuf)
 		return out
 	default:
-		r.err = fmt.Errorf("stripping kill controls: %w", err)
+		// src's own error, unwrapped: the reverse proxy compares it with
+		// context.Canceled to tell a client gone from a broken upstream.
+		r.err = err
 		return nil
 	}
 }

@@ -270,8 +270,8 @@ func TestStrippingReaderSourceError(t *testing.T) {
 	if want := "<p>hello</p><p>par"; string(got) != want {
 		t.Errorf("ReadAll = %q; want %q (the tokens before the error, not the partial tag)", got, want)
 	}
-	if _, err := r.Read(make([]byte, 8)); !errors.Is(err, boom) {
-		t.Errorf("Read after error = %v; want %v", err, boom)
+	if _, err := r.Read(make([]byte, 8)); err != boom { //nolint:errorlint // the reverse proxy compares with ==
+		t.Errorf("Read after error = %v; want %v itself, unwrapped", err, boom)
 	}
 }
 
