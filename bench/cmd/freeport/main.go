@@ -26,6 +26,7 @@ func main() {
 	}
 	for _, ln := range lns {
 		fmt.Println(ln.Addr().(*net.TCPAddr).Port)
-		ln.Close()
+		// The port is only reported; a failed close of an unused listener loses nothing.
+		_ = ln.Close()
 	}
 }

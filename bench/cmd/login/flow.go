@@ -44,7 +44,7 @@ func signIn(ctx context.Context, client *http.Client, start, user string) (resul
 			return result{}, fmt.Errorf("%s %s: %w", method, target, err)
 		}
 		page, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-		resp.Body.Close()
+		_ = resp.Body.Close() // read-only body, already drained into page
 		if err != nil {
 			return result{}, fmt.Errorf("reading %s: %w", target, err)
 		}

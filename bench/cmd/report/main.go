@@ -46,7 +46,7 @@ type inputs struct {
 
 func load(dir string) (inputs, error) {
 	in := inputs{wrk: map[string]wrkRun{}, urls: map[string]string{}, wrkErrs: map[string]string{}}
-	if b, err := os.ReadFile(filepath.Join(dir, "meta.tsv")); err == nil {
+	if b, err := os.ReadFile(filepath.Join(dir, "meta.tsv")); err == nil { //nolint:gosec // dir is this tool's own -dir flag
 		for _, line := range strings.Split(string(b), "\n") {
 			if k, v, ok := strings.Cut(line, "\t"); ok {
 				in.meta = append(in.meta, [2]string{k, v})
@@ -54,7 +54,7 @@ func load(dir string) (inputs, error) {
 		}
 	}
 	for _, s := range scenarios {
-		b, err := os.ReadFile(filepath.Join(dir, "wrk", s.name+".txt"))
+		b, err := os.ReadFile(filepath.Join(dir, "wrk", s.name+".txt")) //nolint:gosec // dir is this tool's own -dir flag; s.name is a fixed scenario
 		if err != nil {
 			continue
 		}
@@ -70,16 +70,16 @@ func load(dir string) (inputs, error) {
 		}
 		in.wrk[s.name] = w
 	}
-	if f, err := os.Open(filepath.Join(dir, "gobench.txt")); err == nil {
+	if f, err := os.Open(filepath.Join(dir, "gobench.txt")); err == nil { //nolint:gosec // dir is this tool's own -dir flag
 		in.bench, err = parseGoBench(f)
-		f.Close()
+		_ = f.Close() // opened read-only; nothing to lose
 		if err != nil {
 			return in, err
 		}
 	}
-	if f, err := os.Open(filepath.Join(dir, "figures.tsv")); err == nil {
+	if f, err := os.Open(filepath.Join(dir, "figures.tsv")); err == nil { //nolint:gosec // dir is this tool's own -dir flag
 		in.figures, err = parseFigures(f)
-		f.Close()
+		_ = f.Close() // opened read-only; nothing to lose
 		if err != nil {
 			return in, err
 		}

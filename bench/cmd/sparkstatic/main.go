@@ -75,7 +75,7 @@ func load(dir, jobsHTML, id string) (*site, error) {
 		if dir == "" {
 			return nil
 		}
-		b, err := os.ReadFile(filepath.Join(dir, name))
+		b, err := os.ReadFile(filepath.Join(dir, name)) //nolint:gosec // dir is this tool's own -dir flag; name is a fixed page
 		if err != nil {
 			return nil
 		}
@@ -83,7 +83,7 @@ func load(dir, jobsHTML, id string) (*site, error) {
 	}
 	s := &site{jobs: read("jobs.html"), apps: read("applications.json"), env: read("environment.json"), ajob: read("jobs.json")}
 	if s.jobs == nil && jobsHTML != "" {
-		b, err := os.ReadFile(jobsHTML)
+		b, err := os.ReadFile(jobsHTML) //nolint:gosec // jobsHTML is this tool's own -jobs-html flag
 		if err != nil {
 			return nil, fmt.Errorf("reading jobs page: %w", err)
 		}
@@ -97,8 +97,11 @@ func load(dir, jobsHTML, id string) (*site, error) {
 		var apps []struct {
 			ID string `json:"id"`
 		}
-		if err := json.Unmarshal(s.apps, &apps); err != nil || len(apps) != 1 {
-			return nil, fmt.Errorf("applications.json: want one app (%v)", err)
+		if err := json.Unmarshal(s.apps, &apps); err != nil {
+			return nil, fmt.Errorf("applications.json: %w", err)
+		}
+		if len(apps) != 1 {
+			return nil, fmt.Errorf("applications.json: want one app, have %d", len(apps))
 		}
 		captured = apps[0].ID
 	}
