@@ -191,7 +191,7 @@ func LocalDefaults() Config {
 	if dir == "" {
 		dir = DefaultLogDir
 	}
-	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() { //nolint:gosec // dir is the operator's own SPARK_LOG_DIR (or the default); Stat reads nothing
 		c.Logs = []LogSource{{
 			Paths: []string{filepath.Join(dir, "*.log"), filepath.Join(dir, "*.out")},
 			Host:  DefaultLogHost,

@@ -160,7 +160,7 @@ func (fl *follower) closeAll() {
 
 func (st *fileState) close() {
 	if st.f != nil {
-		st.f.Close()
+		_ = st.f.Close() // opened read-only; nothing to lose
 		st.f = nil
 	}
 }
@@ -241,7 +241,7 @@ func (fl *follower) open(st *fileState) bool {
 	}
 	info, err := f.Stat()
 	if err != nil || !info.Mode().IsRegular() {
-		f.Close()
+		_ = f.Close() // opened read-only; nothing to lose
 		return false
 	}
 	st.f, st.info, st.offset, st.partial, st.discard, st.head = f, info, 0, st.partial[:0], false, nil

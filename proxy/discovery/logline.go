@@ -13,26 +13,26 @@ import (
 type EventKind int
 
 const (
-	// EventNone: the line says nothing discovery cares about.
+	// EventNone is a line that says nothing discovery cares about.
 	EventNone EventKind = iota
-	// EventUIPort: `Successfully started service 'SparkUI' on port N.`;
+	// EventUIPort is `Successfully started service 'SparkUI' on port N.`;
 	// Port and Scheme are set, Host is not (Spark 3.3+ logs no host).
 	EventUIPort
-	// EventUIURL: a line carrying the UI URL (Bound…started at, Started
+	// EventUIURL is a line carrying the UI URL (Bound…started at, Started
 	// SparkUI at, Spark context Web UI available at); URL is set.
 	EventUIURL
-	// EventUIStopped: `Stopped Spark web UI at <url>`; URL is set.
+	// EventUIStopped is `Stopped Spark web UI at <url>`; URL is set.
 	EventUIStopped
-	// EventUIRetry: `Service 'SparkUI' could not bind on port P.`; Port is
+	// EventUIRetry is `Service 'SparkUI' could not bind on port P.`; Port is
 	// the port that failed (0 for a random port).
 	EventUIRetry
-	// EventPreBind: `Start Jetty <host>:<port> for SparkUI`, logged before
+	// EventPreBind is `Start Jetty <host>:<port> for SparkUI`, logged before
 	// the bind with the requested port; never the real address.
 	EventPreBind
-	// EventAppID: a hint of the app id (AppID). Only a hint: the registry
+	// EventAppID is a hint of the app id (AppID). Only a hint: the registry
 	// takes ids from the verified REST answer alone.
 	EventAppID
-	// EventHost: the driver's host (Host), e.g. from its BlockManagerId.
+	// EventHost gives the driver's host (Host), e.g. from its BlockManagerId.
 	EventHost
 )
 

@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -84,7 +85,7 @@ func (m *masterSource) appUI(ctx context.Context, id string) (*url.URL, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fetching %s: %w", page.Redacted(), err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read-only body; a close error loses nothing
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("fetching %s: status %d", page.Redacted(), resp.StatusCode)
 	}
@@ -110,7 +111,7 @@ func detailUILink(r io.Reader) (string, error) {
 	for {
 		switch z.Next() {
 		case html.ErrorToken:
-			if z.Err() == io.EOF {
+			if errors.Is(z.Err(), io.EOF) {
 				return "", fmt.Errorf("no Application Detail UI link (UI disabled or app finished)")
 			}
 			return "", fmt.Errorf("parsing html: %w", z.Err())

@@ -39,7 +39,7 @@ func TestMasterSource(t *testing.T) {
 	mux := http.NewServeMux()
 	// Jetty, as on a real master: the bare context path redirects.
 	mux.Handle("/json", http.RedirectHandler("/json/", http.StatusFound))
-	mux.HandleFunc("/json/", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/json/", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprint(w, `{"url":"spark://m:7077","workers":[],"aliveworkers":1,"cores":4,"coresused":1,
  "activeapps":[{"id":"app-20240501123456-0000","starttime":1,"name":"a","cores":1,"user":"alice","state":"RUNNING","duration":5},
                {"id":"app-20240501123456-0001","starttime":2,"name":"b","cores":1,"user":"bob","state":"RUNNING","duration":5}],
@@ -100,7 +100,7 @@ func TestYARNSource(t *testing.T) {
 		t.Errorf("candidates() = %v; want %v marked yarn", keys(got), want)
 	}
 	// No running apps: {"apps":null}.
-	empty := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"apps":null}`) }))
+	empty := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, `{"apps":null}`) }))
 	defer empty.Close()
 	y = &yarnSource{base: mustURL(t, empty.URL), c: newClient(nil)}
 	if got, err := y.candidates(context.Background()); err != nil || len(got) != 0 {

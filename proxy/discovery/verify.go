@@ -153,8 +153,8 @@ func newTransport() *http.Transport {
 	return t
 }
 
-// getJSON fetches base+p (p may end in ?query) and decodes JSON into v, reading at most max bytes.
-func (c *client) getJSON(ctx context.Context, base *url.URL, p string, max int64, v any) error {
+// getJSON fetches base+p (p may end in ?query) and decodes JSON into v, reading at most limit bytes.
+func (c *client) getJSON(ctx context.Context, base *url.URL, p string, limit int64, v any) error {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	p, query, _ := strings.Cut(p, "?")
@@ -169,13 +169,13 @@ func (c *client) getJSON(ctx context.Context, base *url.URL, p string, max int64
 	if err != nil {
 		return &unreachableError{refused: errors.Is(err, syscall.ECONNREFUSED), err: err}
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	defer func() { _ = resp.Body.Close() }() // read-only body; a close error loses nothing
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return &unreachableError{err: fmt.Errorf("reading %s: %w", u.Redacted(), err)}
 	}
-	if int64(len(body)) > max {
-		return fmt.Errorf("%s: answer larger than %d bytes: %w", u.Redacted(), max, errNotDriver)
+	if int64(len(body)) > limit {
+		return fmt.Errorf("%s: answer larger than %d bytes: %w", u.Redacted(), limit, errNotDriver)
 	}
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if bytes.Contains(body, []byte("Spark is starting up")) && ct != "application/json" {

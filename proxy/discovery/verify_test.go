@@ -48,7 +48,7 @@ func TestVerify(t *testing.T) {
 func TestVerifyRejects(t *testing.T) {
 	t.Parallel()
 	serve := func(body, ct string, status int) *url.URL {
-		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", ct)
 			w.WriteHeader(status)
 			w.Write([]byte(body))
