@@ -15,7 +15,7 @@ import (
 // Environment variables that may carry secrets instead of the config file.
 const (
 	// EnvClientSecret holds auth.oidc.client_secret when the file omits it.
-	EnvClientSecret = "SPARKGATE_OIDC_CLIENT_SECRET"
+	EnvClientSecret = "SPARKGATE_OIDC_CLIENT_SECRET" //nolint:gosec // the name of an environment variable, not a credential
 	// EnvSessionKeys holds auth.session.keys (comma-separated base64) when
 	// the file omits them.
 	EnvSessionKeys = "SPARKGATE_SESSION_KEYS"

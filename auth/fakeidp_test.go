@@ -97,7 +97,7 @@ func newFakeIDP(t testing.TB, clock *fakeClock) *fakeIDP {
 	mux.HandleFunc("/authorize", p.authorize)
 	mux.HandleFunc("/token", p.token)
 	mux.HandleFunc("/userinfo", p.userinfo)
-	mux.HandleFunc("/end_session", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("signed out at idp")) })
+	mux.HandleFunc("/end_session", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("signed out at idp")) })
 	p.srv = httptest.NewServer(mux)
 	t.Cleanup(p.srv.Close)
 	return p

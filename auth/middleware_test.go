@@ -65,4 +65,3 @@ func TestMiddlewareWritesRenewedSession(t *testing.T) {
 		t.Errorf("refresh grants = %d; want 1", refresh)
 	}
 }
-

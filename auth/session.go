@@ -109,7 +109,7 @@ type cookieOptions struct {
 }
 
 func (o cookieOptions) cookie(name, value string, maxAge int, path string) *http.Cookie {
-	return &http.Cookie{
+	return &http.Cookie{ //nolint:gosec // HttpOnly and SameSite=Lax always; Secure whenever the public URL is https
 		Name:     name,
 		Value:    value,
 		Path:     path,
