@@ -161,7 +161,7 @@ func decisionKey(acl cacheKey, s Subject, a Action) cacheKey {
 		groups = slices.Sorted(slices.Values(groups))
 	}
 	b := append(keyBuf(arr[:0]), acl[:]...)
-	b = binary.AppendUvarint(b, uint64(a))
+	b = binary.AppendVarint(b, int64(a))
 	b = b.str(s.User).list(groups)
 	return sha256.Sum256(b)
 }
