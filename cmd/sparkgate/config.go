@@ -123,7 +123,7 @@ func loadConfig(path string) (Config, error) {
 	if path == "" {
 		return defaultConfig(), nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := os.ReadFile(path) //nolint:gosec // path is the operator's own -config flag
 	if err != nil {
 		return Config{}, fmt.Errorf("reading config: %w", err)
 	}
