@@ -108,7 +108,7 @@ func BenchmarkServeAppHTML(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	drv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	drv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html;charset=utf-8")
 		_, _ = w.Write(page)
 	}))

@@ -112,7 +112,7 @@ type errorJSON struct {
 // writeError is the one place where a handler's error becomes a response:
 // the cause goes to the log, the safe message to the client, as an HTML
 // page or as JSON for API clients.
-func (s *Server) writeError(w http.ResponseWriter, r *http.Request, st *reqState, err error) {
+func (s *Server) writeError(w http.ResponseWriter, _ *http.Request, st *reqState, err error) {
 	he := asHTTPError(err)
 	if he.AppID == "" {
 		he.AppID = st.route.AppID

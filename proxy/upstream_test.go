@@ -42,7 +42,7 @@ type barrierDriver struct {
 
 func newBarrierDriver(t *testing.T, want int) *barrierDriver {
 	d := &barrierDriver{want: want, release: make(chan struct{})}
-	d.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	d.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		d.mu.Lock()
 		d.arrived++
 		rel := d.release
