@@ -48,6 +48,34 @@ var errStripperClosed = errors.New("html stripper: read after close")
 // other than io.EOF is returned as is once the output before it is read,
 // and then again on every Read.
 func NewStrippingReader(src io.ReadCloser) io.ReadCloser {
+	return newStrippingReader(src)
+}
+
+// NewConfirmLinkReader returns a reader like NewStrippingReader's, for a
+// user who may kill jobs and stages of the app (proxy.kill modify-acl):
+// each removed element that is a driver's job or stage kill control, with
+// its id, is replaced by a plain link to the gateway's confirmation page
+// under prefix (the app's public prefix, "/app/<id>"):
+//
+//	<a href="<prefix>/jobs/job/kill/?id=N" class="kill-link">(kill)</a>
+//
+// (/stages/stage/kill/ for a stage), with no script. The controls are
+// Spark 3.5's "(kill)" anchor (an href ending in /jobs/job/kill/ or
+// /stages/stage/kill/ with a numeric id in its query) and Spark 4.0.5's
+// POST form (an action ending so, with the id in an <input name="id">),
+// which is replaced whole. Every other control is removed as
+// NewStrippingReader removes it, and so is a kill control whose id cannot
+// be read; everything else is copied byte for byte. The link is written
+// where the removed element was, once it has ended (at EOF an unfinished
+// element gets none).
+func NewConfirmLinkReader(src io.ReadCloser, prefix string) io.ReadCloser {
+	r := newStrippingReader(src)
+	r.st.rewrite = true
+	r.st.linkPrefix = html.EscapeString(prefix)
+	return r
+}
+
+func newStrippingReader(src io.ReadCloser) *strippingReader {
 	r := &strippingReader{src: src}
 	r.in.src = src
 	r.z = html.NewTokenizer(&r.in)
@@ -191,7 +219,24 @@ type stripState struct {
 	// scratch holds a candidate tag's raw bytes while it is judged (TagName
 	// and TagAttr lower-case and unescape in place), and the tail at EOF.
 	scratch []byte
+
+	// rewrite says kill controls of jobs and stages become confirmation
+	// links under linkPrefix (HTML-escaped) instead of vanishing.
+	rewrite    bool
+	linkPrefix string
+	// owed is the confirmation link the element being removed turns into
+	// when it ends: its kind (killJob, killStage or killNone) and id; owedBad
+	// says its form named two different ids.
+	owed    killKind
+	owedID  [maxKillID]byte
+	owedLen int
+	owedBad bool
+	// link holds a confirmation link and the token output after it.
+	link []byte
 }
+
+// maxKillID is the longest id a confirmation link carries (isDigits).
+const maxKillID = 10
 
 // maxInner bounds the elements remembered inside a removed one; deeper ones
 // are only counted.
@@ -202,6 +247,78 @@ func (st *stripState) startSkip(name string) {
 	st.innerNames = st.innerNames[:0]
 	st.innerEnds = st.innerEnds[:0]
 	st.innerOverflow = 0
+	st.owed, st.owedLen, st.owedBad = killNone, 0, false
+}
+
+// owe records, in rewrite mode, the confirmation link a removed <a> or
+// <form> turns into; u is its href or action.
+func (st *stripState) owe(name string, u []byte) {
+	if !st.rewrite || (name != "a" && name != "form") {
+		return
+	}
+	kind := driverKillKind(u)
+	if kind == killNone {
+		return
+	}
+	if name == "a" {
+		// Spark 3.5: the id is in the anchor's own query.
+		id := queryID(u)
+		if !isKillID(id) {
+			return
+		}
+		st.owedLen = copy(st.owedID[:], id)
+	}
+	st.owed = kind
+}
+
+// oweID records an id a removed kill form submits (Spark 4.0.5's hidden
+// <input name="id">); the tag's name must not have been read yet.
+func (st *stripState) oweID(z *html.Tokenizer) {
+	_, more := z.TagName()
+	var name, val []byte
+	hasName := false
+	for more {
+		var k, v []byte
+		k, v, more = z.TagAttr()
+		switch string(k) {
+		case "name":
+			if !hasName {
+				name, hasName = v, true
+			}
+		case "value":
+			if val == nil {
+				val = v
+			}
+		}
+	}
+	if string(name) != "id" {
+		return
+	}
+	switch {
+	case !isKillID(val):
+		st.owedBad = true
+	case st.owedLen == 0:
+		st.owedLen = copy(st.owedID[:], val)
+	case string(st.owedID[:st.owedLen]) != string(val):
+		st.owedBad = true
+	}
+}
+
+// payLink returns the confirmation link owed by the removed element that
+// has just ended (in st.link), or nil.
+func (st *stripState) payLink() []byte {
+	kind, n, bad := st.owed, st.owedLen, st.owedBad
+	st.owed, st.owedLen, st.owedBad = killNone, 0, false
+	if kind == killNone || n == 0 || bad {
+		return nil
+	}
+	st.link = append(st.link[:0], `<a href="`...)
+	st.link = append(st.link, st.linkPrefix...)
+	st.link = append(st.link, kind.path()...)
+	st.link = append(st.link, "?id="...)
+	st.link = append(st.link, st.owedID[:n]...)
+	st.link = append(st.link, `" class="kill-link">(kill)</a>`...)
+	return st.link
 }
 
 // oversizedControl returns the name of the element whose start tag raw
@@ -245,18 +362,34 @@ func (st *stripState) token(z *html.Tokenizer, tt html.TokenType) []byte {
 	}
 
 	if st.skip != "" {
-		if !st.skipToken(tt, name) {
+		if !st.skipToken(z, tt, name) {
+			if st.skip == "" {
+				// Ended at its own end tag.
+				return st.payLink()
+			}
 			return nil
 		}
-		// The removed element ended before this token; judge it afresh.
+		// The removed element ended before this token; judge it afresh,
+		// after the link it may have become.
+		if link := st.payLink(); link != nil {
+			out := st.judge(z, tt, name, raw)
+			st.link = append(link, out...)
+			return st.link
+		}
 	}
+	return st.judge(z, tt, name, raw)
+}
 
+// judge handles a token outside any removed element and returns the bytes
+// to pass on for it.
+func (st *stripState) judge(z *html.Tokenizer, tt html.TokenType, name, raw []byte) []byte {
 	if (tt == html.StartTagToken || tt == html.SelfClosingTagToken) && isControlCandidate(name) && mayBeKill(raw) {
 		st.scratch = append(st.scratch[:0], raw...)
 		cn := controlName(name)
-		if isKillControl(z, cn) {
+		if kill, u := judgeControl(z, cn, st.rewrite); kill {
 			if !isVoid(name) {
 				st.startSkip(cn)
+				st.owe(cn, u)
 			}
 			return nil
 		}
@@ -268,9 +401,12 @@ func (st *stripState) token(z *html.Tokenizer, tt html.TokenType) []byte {
 // skipToken consumes a token inside a removed element. It returns true when
 // the removed element ended before this token, which must then be handled
 // as an ordinary token.
-func (st *stripState) skipToken(tt html.TokenType, name []byte) bool {
+func (st *stripState) skipToken(z *html.Tokenizer, tt html.TokenType, name []byte) bool {
 	switch tt {
 	case html.StartTagToken, html.SelfClosingTagToken:
+		if st.owed != killNone && st.skip == "form" && string(name) == "input" {
+			st.oweID(z)
+		}
 		switch {
 		case (st.skip == "a" || st.skip == "button") && string(name) == st.skip:
 			// A new <a> (or <button>) closes the open one, as the HTML

@@ -489,6 +489,12 @@ func FuzzStripper(f *testing.F) {
 	})
 }
 
+// isKillControl is judgeControl's verdict alone.
+func isKillControl(z *html.Tokenizer, name string) bool {
+	kill, _ := judgeControl(z, name, false)
+	return kill
+}
+
 // hasKillControl reports whether the tokenizer sees any kill control start
 // tag in s (outside raw text).
 func hasKillControl(s string) bool {

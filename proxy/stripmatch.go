@@ -68,40 +68,133 @@ func indexFold(b []byte, w string) int {
 // later releases that cost nothing when absent.
 var killClasses = []string{"kill-link", "hold-link", "resume-link"}
 
-// isKillControl reads the current tag's attributes (the tag name must not
-// have been read yet). name is the lower-case tag name.
-func isKillControl(z *html.Tokenizer, name string) bool {
+// judgeControl reads the current tag's attributes (the tag name must not
+// have been read yet) and reports whether it is a kill control. name is the
+// lower-case tag name. u is the tag's first href (for <a>) or action (for
+// <form>), the URL a confirmation link is made from; it points into the
+// tokenizer's buffer and is valid until its next token. Reading stops at
+// the verdict, once u is known if wantURL: TagAttr copies attributes with
+// newlines, and Spark's onclick is long.
+func judgeControl(z *html.Tokenizer, name string, wantURL bool) (kill bool, u []byte) {
 	_, more := z.TagName()
-	for more {
+	seenURL := !wantURL || (name != "a" && name != "form")
+	for more && !(kill && seenURL) {
 		var key, val []byte
 		key, val, more = z.TagAttr()
 		switch string(key) {
 		case "class":
 			if hasKillClass(val) {
-				return true
+				kill = true
 			}
 		case "href", "xlink:href":
 			if (name == "a" || name == "area") && isKillURL(val) {
-				return true
+				kill = true
+			}
+			if name == "a" && string(key) == "href" && !seenURL {
+				u, seenURL = val, true
 			}
 		case "content":
 			// <meta http-equiv="refresh" content="0; url=...">
 			if name == "meta" {
 				if i := indexFold(val, "url="); i >= 0 && isKillURL(bytes.Trim(val[i+4:], "'\" ")) {
-					return true
+					kill = true
 				}
 			}
 		case "action":
 			if name == "form" && isKillURL(val) {
-				return true
+				kill = true
+			}
+			if name == "form" && !seenURL {
+				u, seenURL = val, true
 			}
 		case "formaction":
 			if (name == "button" || name == "input") && isKillURL(val) {
-				return true
+				kill = true
 			}
 		}
 	}
-	return false
+	return kill, u
+}
+
+// killKind is what a driver kill control kills.
+type killKind uint8
+
+const (
+	killNone killKind = iota
+	killJob
+	killStage
+)
+
+// path is the kill path the gateway's confirmation page is served at,
+// under an app's prefix.
+func (k killKind) path() string {
+	if k == killStage {
+		return "/stages/stage/kill/"
+	}
+	return "/jobs/job/kill/"
+}
+
+// driverKillKind reads the URL of a driver kill control as Spark renders
+// it ("<uiRoot>/jobs/job/kill/?id=N", "<uiRoot>/stages/stage/kill/"): the
+// path, exactly, ends in one of the two handlers KillTarget names, with or
+// without the trailing slash (relative paths too).
+func driverKillKind(u []byte) killKind {
+	if i := bytes.IndexAny(u, "?#"); i >= 0 {
+		u = u[:i]
+	}
+	u = bytes.TrimSuffix(u, []byte("/"))
+	switch {
+	case endsInPath(u, "jobs/job/kill"):
+		return killJob
+	case endsInPath(u, "stages/stage/kill"):
+		return killStage
+	}
+	return killNone
+}
+
+// endsInPath reports whether the path u is p or ends in "/"+p.
+func endsInPath(u []byte, p string) bool {
+	return bytes.HasSuffix(u, []byte(p)) && (len(u) == len(p) || u[len(u)-len(p)-1] == '/')
+}
+
+// queryID returns the value of the first id parameter of u's query, as
+// Spark's request.getParameter("id") reads it (undecoded here: an escaped
+// id is not a number and makes no link), or nil.
+func queryID(u []byte) []byte {
+	i := bytes.IndexByte(u, '?')
+	if i < 0 {
+		return nil
+	}
+	q := u[i+1:]
+	if j := bytes.IndexByte(q, '#'); j >= 0 {
+		q = q[:j]
+	}
+	for len(q) > 0 {
+		var p []byte
+		if j := bytes.IndexByte(q, '&'); j >= 0 {
+			p, q = q[:j], q[j+1:]
+		} else {
+			p, q = q, nil
+		}
+		if v, ok := bytes.CutPrefix(p, []byte("id=")); ok {
+			return v
+		}
+	}
+	return nil
+}
+
+// isKillID reports whether b is an id the confirmation page takes: one to
+// maxKillID ASCII digits (the test isDigits makes).
+func isKillID(b []byte) bool {
+	if len(b) == 0 || len(b) > maxKillID {
+		return false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // hasKillClass reports whether the white-space separated list val (split
