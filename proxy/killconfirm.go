@@ -41,7 +41,11 @@ type killPage struct {
 // GET shows the gateway's confirmation page; its form POSTs back with a
 // CSRF token; the kill is sent (as the GET Spark expects) only if the
 // Authorizer grants Modify. Spark's own check cannot do this: behind the
-// gateway it sees no remote user.
+// gateway it sees no remote user. Pages lead here: for a user the
+// Authorizer lets modify the app, the driver's kill controls are rewritten
+// into plain links to this page (NewConfirmLinkReader, chosen in
+// modifyResponse); Spark's own kill form (a POST without the gateway's
+// token) is refused here like any other request.
 func (s *Server) serveKillConfirm(w http.ResponseWriter, r *http.Request, st *reqState, kind string) error {
 	rt := st.route
 	app, ok := s.reg.Lookup(rt.AppID)

@@ -6,10 +6,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
+
+	"go.uber.org/zap"
 
 	"github.com/sparkgate/sparkgate/proxy/discovery"
 )
@@ -143,5 +146,119 @@ func TestSendKillSpark4(t *testing.T) {
 	defer mu.Unlock()
 	if len(kills) != 2 || kills[0].Get("id") != "7" || kills[1].Get("id") != "12" {
 		t.Errorf("driver took kills %v; want ids 7 and 12 posted with the token", kills)
+	}
+}
+
+// TestKillLinksByPermission: in modify-acl mode a user who may modify the
+// app gets Spark's kill control as a plain link to the confirmation page; a
+// user who may only view it, and everyone in deny mode, gets none. The
+// Authorizer is asked about Modify once per HTML page and not for other
+// answers.
+func TestKillLinksByPermission(t *testing.T) {
+	confirmJob7 := func(prefix string) string {
+		return `<a href="` + prefix + `/jobs/job/kill/?id=7" class="kill-link">(kill)</a>`
+	}
+	// vic may view appLive but not modify it.
+	withViewer := func(h *harness) {
+		var apps []*discovery.App
+		for _, a := range h.reg.Load().Apps() {
+			c := *a
+			if c.ID == appLive {
+				c.ACLProps = map[string]string{"spark.ui.view.acls": "bob,vic", "spark.modify.acls": "bob"}
+			}
+			apps = append(apps, &c)
+		}
+		h.reg.Store(discovery.NewSnapshot(apps))
+	}
+	tests := []struct {
+		name, mode, user, path string
+		want                   string // the confirmation link, "" for none
+		asked                  int    // Modify decisions for kill links
+	}{
+		{"owner", KillModifyACL, "alice", "/app/" + appLive + "/jobs/", confirmJob7("/app/" + appLive), 1},
+		{"modify acl", KillModifyACL, "bob", "/app/" + appLive + "/jobs/", confirmJob7("/app/" + appLive), 1},
+		{"proxy route", KillModifyACL, "alice", "/proxy/" + appYarn + "/jobs/", confirmJob7("/proxy/" + appYarn), 1},
+		{"viewer only", KillModifyACL, "vic", "/app/" + appLive + "/jobs/", "", 1},
+		{"not html", KillModifyACL, "alice", "/app/" + appLive + "/static/x.js", "", 0},
+		{"deny mode owner", KillDeny, "alice", "/app/" + appLive + "/jobs/", "", 0},
+		{"history server", KillModifyACL, "alice", "/hs/main/history/" + appHistory + "/1/jobs/", "", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, func(o *Options) { o.Config.Kill = tt.mode })
+			withViewer(h)
+			resp, body := h.do(t, "GET", tt.path, tt.user, nil)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("GET %s as %s = %d; want 200", tt.path, tt.user, resp.StatusCode)
+			}
+			n := strings.Count(body, "kill-link")
+			switch {
+			case tt.want != "" && (!strings.Contains(body, tt.want) || n != 1):
+				t.Errorf("GET %s as %s:\n%s\nwant the one confirmation link %s", tt.path, tt.user, body, tt.want)
+			case tt.want == "" && (n != 0 || strings.Contains(body, "/kill/")):
+				t.Errorf("GET %s as %s:\n%s\nwant no kill control", tt.path, tt.user, body)
+			}
+			if strings.Contains(body, "window.confirm") {
+				t.Errorf("GET %s as %s kept Spark's kill script:\n%s", tt.path, tt.user, body)
+			}
+			if got := h.audit.FilterField(zap.String("for", "kill links")).Len(); got != tt.asked {
+				t.Errorf("GET %s as %s asked the Authorizer %d times about kill links; want %d", tt.path, tt.user, got, tt.asked)
+			}
+		})
+	}
+}
+
+// TestKillLinkLeadsToConfirmation follows the rewritten link of the real
+// Spark 4.0.5 Jobs page: it is the confirmation page, and Spark's own form
+// (a POST of id and its csrfToken to the kill path) stays refused.
+func TestKillLinkLeadsToConfirmation(t *testing.T) {
+	page, err := os.ReadFile("testdata/spark-4.0.5-jobs.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	drv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/jobs/" {
+			w.WriteHeader(http.StatusTeapot)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html;charset=utf-8")
+		_, _ = w.Write(page)
+	}))
+	defer drv.Close()
+	h := newHarness(t, func(o *Options) { o.Config.Kill = KillModifyACL })
+	u, _ := url.Parse(drv.URL)
+	var apps []*discovery.App
+	for _, a := range h.reg.Load().Apps() {
+		c := *a
+		if c.ID == appLive {
+			c.UIURL = u
+		}
+		apps = append(apps, &c)
+	}
+	h.reg.Store(discovery.NewSnapshot(apps))
+
+	_, body := h.do(t, "GET", "/app/"+appLive+"/jobs/", "alice", nil)
+	m := regexp.MustCompile(`<a href="([^"]*)" class="kill-link">\(kill\)</a>`).FindStringSubmatch(body)
+	if m == nil || strings.Contains(body, "csrfToken") {
+		t.Fatalf("Jobs page has link %v and csrfToken %v; want a confirmation link and no Spark form", m, strings.Contains(body, "csrfToken"))
+	}
+	if want := "/app/" + appLive + "/jobs/job/kill/?id=1"; m[1] != want {
+		t.Errorf("confirmation link = %q; want %q", m[1], want)
+	}
+	resp, body := h.do(t, "GET", m[1], "alice", nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "Kill job 1?") {
+		t.Errorf("GET %s = %d; want the confirmation page:\n%s", m[1], resp.StatusCode, body)
+	}
+	form := url.Values{"id": {"1"}, "csrfToken": {"5f140ff529cc389e22bd7a4900871acc"}}
+	req, _ := http.NewRequest("POST", h.gw.URL+"/app/"+appLive+"/jobs/job/kill/", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.AddCookie(&http.Cookie{Name: sessionName, Value: "alice"})
+	resp, err = h.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode < 400 || resp.StatusCode >= 500 {
+		t.Errorf("Spark's own kill form through the gateway = %d; want it refused", resp.StatusCode)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/sparkgate/sparkgate/proxy/discovery"
 )
 
 // reqState is what one request carries through the gateway: the request id
@@ -33,6 +35,9 @@ type reqState struct {
 	// Servers. The error handler reports it to discovery.
 	suspectID  string
 	clientGone bool
+	// killApp is the live app whose pages may carry kill confirmation
+	// links (proxy.kill modify-acl); nil otherwise.
+	killApp *discovery.App
 }
 
 type stateKey struct{}

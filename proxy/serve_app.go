@@ -35,6 +35,9 @@ func (s *Server) serveApp(w http.ResponseWriter, r *http.Request, st *reqState) 
 			st.xfc = rt.Prefix
 		}
 		st.suspectID = app.ID
+		if s.cfg.Kill == KillModifyACL {
+			st.killApp = app
+		}
 		s.proxyDriver(w, r, st, app.UIURL)
 		return nil
 	}

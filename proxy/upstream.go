@@ -172,7 +172,7 @@ func (u *upstreams) newReverseProxy(t *upstreamTarget) *httputil.ReverseProxy {
 		Transport: u.transport,
 		// Reuse copy buffers: without a pool every response allocates 32 KiB.
 		BufferPool:     bufferPool{},
-		ModifyResponse: modifyResponse,
+		ModifyResponse: s.modifyResponse,
 		ErrorHandler:   s.proxyError,
 		ErrorLog:       zap.NewStdLog(s.log.Named("reverseproxy")),
 	}
@@ -182,7 +182,7 @@ func (u *upstreams) newReverseProxy(t *upstreamTarget) *httputil.ReverseProxy {
 // it is safer than passing kill links through.
 var errEncodedHTML = errors.New("upstream sent HTML with a content encoding the gateway did not ask for")
 
-func modifyResponse(resp *http.Response) error {
+func (s *Server) modifyResponse(resp *http.Response) error {
 	st := stateFrom(resp.Request.Context())
 	h := resp.Header
 	for _, name := range [...]string{"Location", "Content-Location"} {
@@ -200,10 +200,25 @@ func modifyResponse(resp *http.Response) error {
 	if ce := h.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
 		return fmt.Errorf("%w: %q", errEncodedHTML, ce)
 	}
-	resp.Body = NewStrippingReader(resp.Body)
+	if st.killApp != nil && s.mayKill(st) {
+		resp.Body = NewConfirmLinkReader(resp.Body, st.prefix)
+	} else {
+		resp.Body = NewStrippingReader(resp.Body)
+	}
 	resp.ContentLength = -1
 	h.Del("Content-Length")
 	return nil
+}
+
+// mayKill asks the Authorizer, once per HTML page of a live driver in
+// modify-acl mode, whether the user may kill the app's jobs and stages,
+// that is whether the page gets confirmation links instead of no kill
+// controls. The decision is audited at debug level, as listing filters are:
+// the kill itself is authorized again, and audited, when it is confirmed.
+func (s *Server) mayKill(st *reqState) bool {
+	v := s.authz.Authorize(st.ident, st.killApp, nil, Modify)
+	s.auditDecision(st, st.killApp, nil, Modify, v, "kill links")
+	return v.Allow
 }
 
 // isHTML reports whether a browser may render a response of this
