@@ -233,3 +233,65 @@ func DriverCSRFToken(ctx context.Context, d *Driver) (string, error) {
 	}
 	return "", nil
 }
+
+// ConfirmedKill is what a person saw killing a job through the gateway's
+// confirmation flow in the browser.
+type ConfirmedKill struct {
+	Link    string // href of the kill link clicked on the Jobs page
+	Confirm string // URL of the confirmation page
+	Text    string // visible text of the confirmation page
+	Final   string // URL the browser ended on after confirming
+}
+
+// ConfirmKill opens jobsURL (a Jobs page through the gateway), clicks the
+// "(kill)" link of job id, waits for the gateway's confirmation page,
+// clicks its Kill button and waits for the page the gateway sends the
+// browser to, as a person would.
+func (b *Browser) ConfirmKill(jobsURL string, id int) (ConfirmedKill, error) {
+	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
+	defer cancel()
+	var k ConfirmedKill
+	if err := chromedp.Do(ctx, chromedp.Navigate(jobsURL)); err != nil {
+		return k, fmt.Errorf("navigating to %s: %w", jobsURL, err)
+	}
+	sel := strconv.Quote(fmt.Sprintf(`a.kill-link[href$="/jobs/job/kill/?id=%d"]`, id))
+	link, err := waitEval(ctx, `(() => { const a = document.readyState === "complete" && document.querySelector(`+sel+`);
+		return a && a.textContent === "(kill)" && !a.getAttribute("onclick") ? a.href : ""; })()`)
+	if err != nil {
+		text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText.slice(0, 600) : ""`))
+		return k, fmt.Errorf("no plain kill link for job %d on %s: %w; page text: %q", id, jobsURL, err, text)
+	}
+	k.Link = link
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { window.__e2eLeft = true; document.querySelector(`+sel+`).click(); return true; })()`)); err != nil {
+		return k, fmt.Errorf("clicking the kill link: %w", err)
+	}
+	if k.Confirm, err = waitEval(ctx, `!window.__e2eLeft && document.readyState === "complete" && document.querySelector("form button[type=submit]") ? location.href : ""`); err != nil {
+		return k, fmt.Errorf("waiting for the confirmation page: %w", err)
+	}
+	if k.Text, err = chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`)); err != nil {
+		return k, fmt.Errorf("reading the confirmation page: %w", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { window.__e2eLeft = true; document.querySelector("form button[type=submit]").click(); return true; })()`)); err != nil {
+		return k, fmt.Errorf("confirming: %w", err)
+	}
+	if k.Final, err = waitEval(ctx, `!window.__e2eLeft && document.readyState === "complete" ? location.href : ""`); err != nil {
+		return k, fmt.Errorf("waiting for the page after confirming: %w", err)
+	}
+	return k, nil
+}
+
+// waitEval evaluates expr until it gives a non-empty string, retrying while
+// the page navigates (evaluations fail between documents).
+func waitEval(ctx context.Context, expr string) (string, error) {
+	for {
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
+		if err == nil && s != "" {
+			return s, nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("waiting for %.80q (last error %v): %w", expr, err, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

@@ -27,8 +27,9 @@ import (
 //   - live/battery: hundreds of kill spellings × methods × routes, written
 //     raw to the gateway, all answered 400/403/405, and the driver's own
 //     REST API still reports the job RUNNING and its stage ACTIVE;
-//   - live/confirm: with proxy.kill modify-acl, the confirmation page and
-//     its CSRF token (a second gateway on the same driver);
+//   - live/confirm: with proxy.kill modify-acl (a second gateway on the
+//     same driver), the confirmation page and its CSRF token, and Chromium
+//     killing the job through the Jobs page's link and the confirmation;
 //   - fallback/...: the driver stops; the bookmark shows the waiting page,
 //     then the History Server's view (fallback_test.go).
 //
@@ -425,9 +426,10 @@ func (e *killEnv) checkUnharmed(t *testing.T) {
 var reConfirmToken = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
 // checkConfirm runs a second gateway with proxy.kill modify-acl on the same
-// driver: the kill URL shows the gateway's confirmation page; its form
-// without or with a forged token is refused and kills nothing; with the
-// token, the driver's own REST API shows the job killed.
+// driver: the Jobs page shows the long job's kill control as a plain link
+// to the gateway's confirmation page; that page's form without or with a
+// forged token is refused and kills nothing; Chromium clicks the link and
+// confirms, and the driver's own REST API shows the job killed.
 func (s *suite) checkConfirm(t *testing.T, e *killEnv) {
 	ctx := ctxFor(t, 2*time.Minute)
 	gdir := filepath.Join(e.dir, "gateway-modify-acl")
@@ -457,7 +459,13 @@ func (s *suite) checkConfirm(t *testing.T, e *killEnv) {
 	}
 	page, _ := io.ReadAll(jobs.Body)
 	jobs.Body.Close()
+	// This session may modify the app: its kill control is a plain link
+	// to the confirmation page, without Spark's script or form.
+	wantLink := fmt.Sprintf(`<a href="/app/%s/jobs/job/kill/?id=%d" class="kill-link">(kill)</a>`, e.d.AppID, e.jobID)
 	t.Logf("modify-acl: the Jobs page through the gateway has %d kill-link elements", strings.Count(string(page), "kill-link"))
+	if !strings.Contains(string(page), wantLink) || strings.Contains(string(page), "window.confirm") || strings.Contains(string(page), "csrfToken") {
+		t.Errorf("modify-acl Jobs page lacks %s or keeps Spark's kill script or form", wantLink)
+	}
 
 	killURL := fmt.Sprintf("%s/jobs/job/kill/?id=%d", prefix, e.jobID)
 	resp, err := getNoFollow(ctx, c, killURL)
@@ -500,9 +508,26 @@ func (s *suite) checkConfirm(t *testing.T, e *killEnv) {
 	if j := driverJob(ctx, t, e.d, e.jobID); j.Status != "RUNNING" {
 		t.Fatalf("job %d is %s after refused confirmations; want RUNNING", e.jobID, j.Status)
 	}
-	code, loc := post(url.Values{"csrf": {token}})
-	if code != http.StatusSeeOther || loc != "/app/"+e.d.AppID+"/jobs/" {
-		t.Fatalf("POST %s with the token = %d, Location %q; want 303 to the Jobs page", killURL, code, loc)
+	// A person in Chromium: the Jobs page shows the long job's "(kill)" as a
+	// plain link to the confirmation page; clicking it, then Kill, ends on
+	// the Jobs page.
+	b, err := NewBrowser(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	gwURL, _ := url.Parse(gw.URL)
+	if err := b.SetCookies(gw.URL, jar.Cookies(gwURL)); err != nil {
+		t.Fatal(err)
+	}
+	k, err := b.ConfirmKill(prefix+"/jobs/", e.jobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("modify-acl: Chromium clicked %s, confirmed on %s (%q), ended on %s", k.Link, k.Confirm, firstLine(k.Text, fmt.Sprintf("Kill job %d?", e.jobID)), k.Final)
+	if k.Link != killURL || k.Confirm != killURL || !strings.Contains(k.Text, fmt.Sprintf("Kill job %d?", e.jobID)) || k.Final != prefix+"/jobs/" {
+		t.Fatalf("browser kill: link %s, confirmation %s, ended on %s; want %s, %s with \"Kill job %d?\", then %s/jobs/",
+			k.Link, k.Confirm, k.Final, killURL, killURL, e.jobID, prefix)
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -519,6 +544,16 @@ func (s *suite) checkConfirm(t *testing.T, e *killEnv) {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// firstLine returns the line of text that contains sub, or "".
+func firstLine(text, sub string) string {
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, sub) {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
 }
 
 func flipChar(c byte) string {
