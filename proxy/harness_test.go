@@ -120,6 +120,11 @@ func newBackend(t testing.TB) *backend {
 				return
 			}
 			_, _ = io.WriteString(w, jobsPage)
+		case p == "/setcookie":
+			// A hostile or careless driver tries to plant the gateway's session.
+			http.SetCookie(w, &http.Cookie{Name: "_sparkgate_session", Value: "planted", Path: "/"})
+			http.SetCookie(w, &http.Cookie{Name: "JSESSIONID", Value: "x", Path: "/"})
+			_, _ = io.WriteString(w, "cookies")
 		case p == "/slow":
 			<-r.Context().Done()
 		case p == "/api/v1/applications":

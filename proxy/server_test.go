@@ -123,6 +123,20 @@ func TestSlowDriver502(t *testing.T) {
 	}
 }
 
+// TestDriverCannotSetCookies: every app shares the gateway's origin, so a
+// driver's Set-Cookie would land on it (session fixation, overwriting the
+// gateway's session). None passes.
+func TestDriverCannotSetCookies(t *testing.T) {
+	h := newHarness(t, nil)
+	resp, body := h.do(t, "GET", "/app/"+appLive+"/setcookie", "alice", nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "cookies") {
+		t.Fatalf("GET /setcookie = %d %q; want 200 from the driver", resp.StatusCode, body)
+	}
+	if got := resp.Header.Values("Set-Cookie"); len(got) != 0 {
+		t.Errorf("Set-Cookie from the driver reached the client: %q", got)
+	}
+}
+
 func TestLocationRewritten(t *testing.T) {
 	h := newHarness(t, nil)
 	resp, _ := h.do(t, "GET", "/app/"+appLive+"/", "alice", nil)

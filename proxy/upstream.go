@@ -185,6 +185,10 @@ var errEncodedHTML = errors.New("upstream sent HTML with a content encoding the 
 func (s *Server) modifyResponse(resp *http.Response) error {
 	st := stateFrom(resp.Request.Context())
 	h := resp.Header
+	// Every app shares the gateway's origin: a driver (any user can start
+	// one) must not set or overwrite cookies there, the gateway's session
+	// among them. Spark's UI sets none.
+	h.Del("Set-Cookie")
 	for _, name := range [...]string{"Location", "Content-Location"} {
 		if v := h.Get(name); v != "" {
 			h.Set(name, RewriteLocation(v, st.upstream.base, st.prefix))
