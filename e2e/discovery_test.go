@@ -338,21 +338,7 @@ func (s *suite) checkStandalone(t *testing.T, home SparkHome) {
 		t.Fatal(err)
 	}
 	logCrawl(t, "standalone gateway crawl", rep)
-	if rep.Pages < 10 {
-		t.Errorf("crawl saw only %d pages; want the app's UI", rep.Pages)
-	}
-	for _, l := range rep.Broken {
-		t.Errorf("broken: %v", l)
-	}
-	for _, l := range rep.Leaks {
-		t.Errorf("leak: %v", l)
-	}
-	for _, l := range rep.Offsite {
-		t.Errorf("link leaves the gateway: %v", l)
-	}
-	for _, l := range rep.KillLinks {
-		t.Errorf("kill link shown through the gateway: %v", l)
-	}
+	requireCleanCrawl(t, rep, 10)
 
 	// The master's kill endpoints (MasterWebUI /app/kill, /driver/kill,
 	// /workers/kill) must not be reachable under the app's prefix, in any

@@ -176,21 +176,7 @@ func (s *suite) checkFallback(t *testing.T, e *killEnv) {
 			t.Fatal(err)
 		}
 		logCrawl(t, "history view crawl", rep)
-		if rep.Pages < 20 {
-			t.Errorf("crawl saw only %d pages", rep.Pages)
-		}
-		for _, l := range rep.Broken {
-			t.Errorf("broken: %v", l)
-		}
-		for _, l := range rep.Leaks {
-			t.Errorf("leak: %v", l)
-		}
-		for _, l := range rep.Offsite {
-			t.Errorf("link leaves the gateway: %v", l)
-		}
-		for _, l := range rep.KillLinks {
-			t.Errorf("kill link on a finished app: %v", l)
-		}
+		requireCleanCrawl(t, rep, 20)
 	})
 	t.Run("executors", func(t *testing.T) {
 		b, err := NewBrowser(context.Background(), t.TempDir())

@@ -34,21 +34,7 @@ func (s *suite) checkGatewayCrawl(t *testing.T, gw *Gateway, c *http.Client, d *
 	t.Logf("gateway crawl took %v", time.Since(t0).Round(time.Millisecond))
 	_ = RecordFigure(s.outDir, "gateway_crawl_"+d.AppID, fmt.Sprintf("%v pages=%d", time.Since(t0).Round(time.Millisecond), rep.Pages))
 	checkTabs(t, rep, sparkTabs, prefix)
-	if rep.Pages < 20 {
-		t.Errorf("gateway crawl saw only %d pages; want a full UI (first: %v)", rep.Pages, rep.Visited)
-	}
-	for _, l := range rep.Broken {
-		t.Errorf("broken: %v", l)
-	}
-	for _, l := range rep.Leaks {
-		t.Errorf("leak: %v", l)
-	}
-	for _, l := range rep.Offsite {
-		t.Errorf("link leaves the gateway: %v", l)
-	}
-	for _, l := range rep.KillLinks {
-		t.Errorf("kill link shown through the gateway: %v", l)
-	}
+	requireCleanCrawl(t, rep, 20)
 }
 
 // checkGatewayBrowser opens the JS-built tables through the gateway in
@@ -121,16 +107,5 @@ func (s *suite) checkGatewayHistory(t *testing.T, gw *Gateway, c *http.Client, h
 	}
 	logCrawl(t, "gateway history crawl", rep)
 	checkTabs(t, rep, historyTabs, "/app/"+d.AppID+"/", "/history/"+d.AppID+"/")
-	for _, l := range rep.Broken {
-		t.Errorf("broken: %v", l)
-	}
-	for _, l := range rep.Leaks {
-		t.Errorf("leak: %v", l)
-	}
-	for _, l := range rep.Offsite {
-		t.Errorf("link leaves the gateway: %v", l)
-	}
-	for _, l := range rep.KillLinks {
-		t.Errorf("kill link on a finished app: %v", l)
-	}
+	requireCleanCrawl(t, rep, 20)
 }

@@ -121,6 +121,29 @@ func checkTabs(t *testing.T, rep *CrawlReport, tabs []string, bases ...string) {
 	}
 }
 
+// requireCleanCrawl fails t unless a crawl through the gateway saw at least
+// minPages pages and found no broken link, no link, redirect or body naming a
+// driver or History Server address, no link leaving the gateway, and no kill
+// control.
+func requireCleanCrawl(t *testing.T, rep *CrawlReport, minPages int) {
+	t.Helper()
+	if rep.Pages < minPages {
+		t.Errorf("crawl saw only %d pages; want at least %d (first: %.5v)", rep.Pages, minPages, rep.Visited)
+	}
+	for _, l := range rep.Broken {
+		t.Errorf("broken: %v", l)
+	}
+	for _, l := range rep.Leaks {
+		t.Errorf("leak: %v", l)
+	}
+	for _, l := range rep.Offsite {
+		t.Errorf("link leaves the gateway: %v", l)
+	}
+	for _, l := range rep.KillLinks {
+		t.Errorf("kill control shown through the gateway: %v", l)
+	}
+}
+
 func logCrawl(t *testing.T, name string, rep *CrawlReport) {
 	t.Helper()
 	t.Logf("%s: %d pages, truncated=%v, broken=%d, leaks=%d, kill links=%d, offsite=%d, allowed=%d",
