@@ -130,7 +130,7 @@ func TestConfirmLinkGolden(t *testing.T) {
 			ind = anchor35.ReplaceAllString(ind, want)
 			n := len(anchor35.FindAllString(in, -1)) + len(form405.FindAllString(in, -1))
 			// Every other kill control is removed.
-			ind = killForm.ReplaceAllStringFunc(ind, func(s string) string { return "" })
+			ind = killForm.ReplaceAllStringFunc(ind, func(string) string { return "" })
 			ind = killAnchor.ReplaceAllStringFunc(ind, func(s string) string {
 				if strings.HasPrefix(s, `<a href="`+prefix+`/`) && !strings.Contains(s, "onclick") {
 					return s // a confirmation link made above
