@@ -78,7 +78,7 @@ func (s *Server) serveKillConfirm(w http.ResponseWriter, r *http.Request, st *re
 		nonce := make([]byte, 18)
 		_, _ = rand.Read(nonce)
 		cookie := base64.RawURLEncoding.EncodeToString(nonce)
-		http.SetCookie(w, newCSRFCookie(r, rt.Prefix, cookie, int(csrfMaxAge/time.Second)))
+		http.SetCookie(w, s.csrfCookie(r, rt.Prefix, cookie, int(csrfMaxAge/time.Second)))
 		return s.pages.render(w, http.StatusOK, "killconfirm", killPage{
 			pageBase: pageBase{Title: "Kill " + kind + " " + id + "?", User: st.ident.User, Groups: st.ident.Groups, RequestID: st.requestID},
 			Kind:     kind, ID: id, AppID: app.ID, AppName: app.Name,
@@ -104,20 +104,20 @@ func (s *Server) serveKillConfirm(w http.ResponseWriter, r *http.Request, st *re
 	}
 	s.audit.Info("kill sent", zap.String("request_id", st.requestID), zap.String("user", st.ident.User),
 		zap.String("app_id", app.ID), zap.String("kind", kind), zap.String("id", id))
-	http.SetCookie(w, newCSRFCookie(r, rt.Prefix, "", -1))
+	http.SetCookie(w, s.csrfCookie(r, rt.Prefix, "", -1))
 	w.Header().Set("Location", back)
 	w.WriteHeader(http.StatusSeeOther)
 	return nil
 }
 
-// newCSRFCookie builds the kill confirmation's double-submit cookie under
+// csrfCookie builds the kill confirmation's double-submit cookie under
 // the app's prefix; the deletion (maxAge -1, empty value) carries the same
 // attributes so that browsers replace the cookie they hold.
-func newCSRFCookie(r *http.Request, prefix, value string, maxAge int) *http.Cookie {
-	return &http.Cookie{ //nolint:gosec // G124: HttpOnly and SameSite=Strict always; Secure whenever the request came over TLS
+func (s *Server) csrfCookie(r *http.Request, prefix, value string, maxAge int) *http.Cookie {
+	return &http.Cookie{ //nolint:gosec // G124: HttpOnly and SameSite=Strict always; Secure over TLS or behind an https public URL
 		Name: csrfCookie, Value: value, Path: prefix + "/",
 		MaxAge: maxAge, HttpOnly: true,
-		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode,
+		Secure: r.TLS != nil || s.secure, SameSite: http.SameSiteStrictMode,
 	}
 }
 

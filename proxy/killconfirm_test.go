@@ -262,3 +262,26 @@ func TestKillLinkLeadsToConfirmation(t *testing.T) {
 		t.Errorf("Spark's own kill form through the gateway = %d; want it refused", resp.StatusCode)
 	}
 }
+
+// TestKillConfirmCookieSecureBehindTLSProxy: TLS may end at a load balancer,
+// so the request itself is plain HTTP; an https public URL still makes the
+// confirmation cookie Secure.
+func TestKillConfirmCookieSecureBehindTLSProxy(t *testing.T) {
+	for _, secure := range []bool{false, true} {
+		h := newHarness(t, func(o *Options) { o.Config.Kill = KillModifyACL; o.SecureCookies = secure })
+		resp, _ := h.do(t, "GET", "/app/"+appLive+"/jobs/job/kill/?id=7", "alice", nil)
+		var got *http.Cookie
+		for _, c := range resp.Cookies() {
+			if c.Name == csrfCookie {
+				got = c
+			}
+		}
+		if got == nil {
+			t.Fatalf("SecureCookies=%v: no confirmation cookie", secure)
+		}
+		if got.Secure != secure || !got.HttpOnly || got.SameSite != http.SameSiteStrictMode {
+			t.Errorf("SecureCookies=%v: cookie Secure=%v HttpOnly=%v SameSite=%v; want Secure=%v, HttpOnly, Strict",
+				secure, got.Secure, got.HttpOnly, got.SameSite, secure)
+		}
+	}
+}

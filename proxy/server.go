@@ -46,7 +46,11 @@ type Options struct {
 	// CSRFKey signs kill confirmations (Kill "modify-acl"). Replicas behind
 	// one load balancer need the same key; nil picks a random one.
 	CSRFKey []byte
-	Logger  *zap.Logger
+	// SecureCookies marks the gateway's own cookies Secure even when TLS
+	// ends in front of it (a load balancer); set it when the public URL is
+	// https.
+	SecureCookies bool
+	Logger        *zap.Logger
 	// Audit gets one line per authorization decision.
 	Audit *zap.Logger
 }
@@ -65,6 +69,7 @@ type Server struct {
 	suspect   func(string)
 	sources   []string
 	csrfKey   []byte
+	secure    bool // mark the gateway's cookies Secure
 	log       *zap.Logger
 	audit     *zap.Logger
 	pages     *pages
@@ -117,6 +122,7 @@ func New(o Options) (*Server, error) {
 		suspect: o.Suspect,
 		sources: o.Sources,
 		csrfKey: key,
+		secure:  o.SecureCookies,
 		log:     o.Logger,
 		audit:   o.Audit,
 		pages:   pg,

@@ -61,6 +61,7 @@ func run(ctx context.Context, cfg Config) error {
 		Suspect:        disc.Suspect,
 		Sources:        describeSources(cfg.Discovery),
 		CSRFKey:        csrfKey(),
+		SecureCookies:  strings.HasPrefix(cfg.PublicURL, "https://"),
 		Logger:         logger.Named("proxy"),
 		Audit:          logger.Named("audit"),
 	})
