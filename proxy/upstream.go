@@ -1,9 +1,12 @@
 package proxy
 
 import (
+	"compress/gzip"
+	"compress/zlib"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -74,8 +77,8 @@ func newTransport(cfg Config) *http.Transport {
 	// driver's 18 KB /jobs/ page: ~500-700 req/s plain against ~340-500
 	// with gzip, and the gateway would then spend more CPU inflating it.
 	// Between the gateway and drivers (one cluster network) the 18 KB
-	// against 3 KB do not matter. An HTML answer encoded anyway is refused
-	// (errEncodedHTML), since the stripper cannot read it.
+	// against 3 KB do not matter. HTML encoded anyway is decoded for the
+	// stripper (gzip, deflate; decodeBody), or refused (errEncodedHTML).
 	t.DisableCompression = true
 	// Spark's Jetty speaks HTTP/1.1 on its plain connector; HTTP/2 over TLS
 	// would only add a second code path to test.
@@ -178,6 +181,44 @@ func (u *upstreams) newReverseProxy(t *upstreamTarget) *httputil.ReverseProxy {
 	}
 }
 
+// decodeBody undoes the content encodings Spark's Jetty can apply (gzip,
+// deflate), for an upstream that encodes although the gateway asked for
+// none (a compressing proxy between the gateway and a driver, say), so the
+// stripper still reads the page. Other encodings are an error.
+func decodeBody(encoding string, body io.ReadCloser) (io.ReadCloser, error) {
+	var r io.ReadCloser
+	switch strings.ToLower(strings.TrimSpace(encoding)) {
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(body)
+		if err != nil {
+			return nil, err
+		}
+		r = zr
+	case "deflate":
+		// HTTP's "deflate" is zlib-wrapped (RFC 9110 8.4.1.2).
+		zr, err := zlib.NewReader(body)
+		if err != nil {
+			return nil, err
+		}
+		r = zr
+	default:
+		return nil, errors.New("unsupported content encoding")
+	}
+	return decodedBody{Reader: r, dec: r, body: body}, nil
+}
+
+// decodedBody reads through a decoder and closes both it and the body.
+type decodedBody struct {
+	io.Reader
+	dec  io.Closer
+	body io.Closer
+}
+
+func (d decodedBody) Close() error {
+	_ = d.dec.Close() // a decoder's Close only releases its state
+	return d.body.Close()
+}
+
 // errEncodedHTML is returned for HTML the stripper cannot read: refusing
 // it is safer than passing kill links through.
 var errEncodedHTML = errors.New("upstream sent HTML with a content encoding the gateway did not ask for")
@@ -202,7 +243,12 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 		return nil
 	}
 	if ce := h.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
-		return fmt.Errorf("%w: %q", errEncodedHTML, ce)
+		body, err := decodeBody(ce, resp.Body)
+		if err != nil {
+			return fmt.Errorf("%w: %q: %w", errEncodedHTML, ce, err)
+		}
+		resp.Body = body
+		h.Del("Content-Encoding")
 	}
 	if st.killApp != nil && s.mayKill(st) {
 		resp.Body = NewConfirmLinkReader(resp.Body, st.prefix)

@@ -1,7 +1,10 @@
 package proxy
 
 import (
+	"compress/gzip"
+	"compress/zlib"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -151,11 +154,14 @@ func FuzzStripDoAsPrecheck(f *testing.F) {
 }
 
 // TestUpstreamUnaskedEncoding checks an upstream that compresses although
-// the gateway asked for no encoding: HTML is refused (the stripper cannot
-// read it), anything else passes through unchanged with its encoding.
+// the gateway asked for no encoding: gzip and deflate HTML are decoded and
+// stripped; HTML in an encoding the gateway cannot read, or that does not
+// decode, is refused (passing it would pass its kill links); anything else
+// passes through unchanged with its encoding.
 func TestUpstreamUnaskedEncoding(t *testing.T) {
 	h := newHarness(t, nil)
 	var gotAE atomic.Value
+	page := `<p>job <a href="/jobs/job/kill/?id=3" class="kill-link">(kill)</a><a class="name-link" href="/jobs/job/?id=3">count</a></p>`
 	d := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		gotAE.Store(r.Header.Get("Accept-Encoding"))
 		ct := "application/json"
@@ -163,8 +169,20 @@ func TestUpstreamUnaskedEncoding(t *testing.T) {
 			ct = "text/html;charset=utf-8"
 		}
 		w.Header().Set("Content-Type", ct)
-		w.Header().Set("Content-Encoding", "gzip")
-		_, _ = w.Write([]byte("\x1f\x8b not really gzip"))
+		enc := r.URL.Query().Get("enc")
+		w.Header().Set("Content-Encoding", enc)
+		switch enc {
+		case "gzip":
+			zw := gzip.NewWriter(w)
+			_, _ = io.WriteString(zw, page)
+			_ = zw.Close()
+		case "deflate":
+			zw := zlib.NewWriter(w)
+			_, _ = io.WriteString(zw, page)
+			_ = zw.Close()
+		default:
+			_, _ = w.Write([]byte("\x1f\x8b not really " + enc))
+		}
 	}))
 	t.Cleanup(d.Close)
 	u, _ := url.Parse(d.URL)
@@ -172,18 +190,34 @@ func TestUpstreamUnaskedEncoding(t *testing.T) {
 		State: discovery.Running, UIURL: u, Source: "static"}}))
 	gz := http.Header{"Accept-Encoding": {"gzip"}}
 
-	resp, body := h.do(t, "GET", "/app/"+appLive+"/jobs/", "alice", gz)
-	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "cannot check") {
-		t.Errorf("gzip HTML = %d %q; want 502 saying the page cannot be checked", resp.StatusCode, body)
+	for _, enc := range []string{"gzip", "deflate"} {
+		resp, body := h.do(t, "GET", "/app/"+appLive+"/jobs/?enc="+enc, "alice", gz)
+		if resp.StatusCode != http.StatusOK || strings.Contains(body, "kill") || !strings.Contains(body, `class="name-link"`) {
+			t.Errorf("%s HTML = %d %q; want 200, decoded, kill link gone", enc, resp.StatusCode, body)
+		}
+		if ce := resp.Header.Get("Content-Encoding"); ce != "" {
+			t.Errorf("%s HTML answered with Content-Encoding %q; want none (decoded)", enc, ce)
+		}
 	}
 	if ae, _ := gotAE.Load().(string); ae != "" {
 		t.Errorf("upstream Accept-Encoding = %q; want none", ae)
 	}
+	for _, enc := range []string{"br", "zstd"} {
+		resp, body := h.do(t, "GET", "/app/"+appLive+"/jobs/?enc="+enc, "alice", gz)
+		if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "cannot check") {
+			t.Errorf("%s HTML = %d %q; want 502 saying the page cannot be checked", enc, resp.StatusCode, body)
+		}
+	}
+	// Claims gzip but is not: refused too.
+	resp, body := h.do(t, "GET", "/app/"+appLive+"/jobs/?enc=x-gzip", "alice", gz)
+	if resp.StatusCode != http.StatusBadGateway {
+		t.Errorf("broken gzip HTML = %d %q; want 502", resp.StatusCode, body)
+	}
 
 	// The harness client does not decode: it did not ask for gzip itself.
-	resp, body = h.do(t, "GET", "/api/v1/applications/"+appLive+"/jobs", "alice", gz)
-	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Encoding") != "gzip" || body != "\x1f\x8b not really gzip" {
-		t.Errorf("gzip JSON = %d %q %q; want 200 passed through with Content-Encoding gzip",
+	resp, body = h.do(t, "GET", "/api/v1/applications/"+appLive+"/jobs?enc=br", "alice", gz)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Encoding") != "br" || body != "\x1f\x8b not really br" {
+		t.Errorf("br JSON = %d %q %q; want 200 passed through with Content-Encoding br",
 			resp.StatusCode, resp.Header.Get("Content-Encoding"), body)
 	}
 }
