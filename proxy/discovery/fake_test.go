@@ -20,6 +20,13 @@ type fakeDriver struct {
 	starting int // placeholder answers left
 	props    [][]string
 	hits     atomic.Int64
+	// envGate, when set, holds every environment request until it is
+	// closed; envFail makes the environment answer 500.
+	envGate  chan struct{}
+	envFail  bool
+	envHits  atomic.Int64
+	inflight atomic.Int64
+	maxIn    atomic.Int64 // most requests in flight at once
 }
 
 func newFakeDriver(t *testing.T, id string) *fakeDriver {
@@ -38,14 +45,28 @@ func (d *fakeDriver) url() *url.URL { u, _ := url.Parse(d.srv.URL); return u }
 
 func (d *fakeDriver) setID(id string) { d.mu.Lock(); d.id = id; d.mu.Unlock() }
 
+// setEnv changes how the environment endpoint answers from now on.
+func (d *fakeDriver) setEnv(gate chan struct{}, fail bool) {
+	d.mu.Lock()
+	d.envGate, d.envFail = gate, fail
+	d.mu.Unlock()
+}
+
 func (d *fakeDriver) serve(w http.ResponseWriter, r *http.Request) {
 	d.hits.Add(1)
+	n := d.inflight.Add(1)
+	defer d.inflight.Add(-1)
+	for {
+		if m := d.maxIn.Load(); n <= m || d.maxIn.CompareAndSwap(m, n) {
+			break
+		}
+	}
 	d.mu.Lock()
 	id, starting := d.id, d.starting
 	if starting > 0 {
 		d.starting--
 	}
-	props := d.props
+	props, gate, fail := d.props, d.envGate, d.envFail
 	d.mu.Unlock()
 	if starting > 0 {
 		w.Header().Set("Content-Type", "text/html;charset=utf-8")
@@ -72,6 +93,18 @@ func (d *fakeDriver) serve(w http.ResponseWriter, r *http.Request) {
   } ]
 } ]`, id)
 	case "/api/v1/applications/" + id + "/environment":
+		d.envHits.Add(1)
+		if gate != nil {
+			select {
+			case <-gate:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		if fail {
+			http.Error(w, "server error", http.StatusInternalServerError)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		var b strings.Builder
 		b.WriteString(`{"runtime":{"javaVersion":"17"},"sparkProperties":[`)

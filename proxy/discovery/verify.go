@@ -24,20 +24,18 @@ const (
 	listBodyMax   = 64 << 20               // a History Server lists every app it has
 	startingMax   = 2 * time.Minute        // Spark shows its placeholder until SparkContext is up
 	nonJSONMax    = 30 * time.Second       // HTML 404s and other non-JSON answers while handlers attach
-	retryCap      = 250 * time.Millisecond // between tries once the early schedule is spent
+	startPoll     = 40 * time.Millisecond  // between tries early in a UI's start-up window
+	startFast     = 5 * time.Second        // how long into the window tries stay startPoll apart
+	retryCap      = 250 * time.Millisecond // between tries after that
 )
 
-// retrySchedule is the wait before each early retry of a UI that is still
-// starting up. Real drivers log the SparkUI port line about two seconds
-// before the REST API answers (SparkContext start-up), and the app should be
-// routable as soon as it does: the schedule is tight at first, then retries
-// every retryCap. A driver stuck on its placeholder costs four small GETs a
+// Real drivers log the SparkUI port line about two seconds before the REST
+// API answers (SparkContext start-up), longer on a busy machine, and the app
+// should be routable as soon as it does. So verify polls a starting-up UI at
+// a steady startPoll for the first startFast (a small GET that the
+// placeholder or Jetty's 404 answers in a millisecond, one at a time), then
+// every retryCap: a driver stuck on its placeholder costs four small GETs a
 // second until startingMax.
-var retrySchedule = [...]time.Duration{
-	50 * time.Millisecond, 50 * time.Millisecond,
-	100 * time.Millisecond, 100 * time.Millisecond,
-	200 * time.Millisecond,
-}
 
 // timeoutRetries is how many header timeouts verify retries from a UI that
 // has not shown Spark's placeholder in the same verification.
@@ -58,10 +56,11 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// retryDelay is the wait before retry n (0-based) of a starting-up UI.
-func retryDelay(n int) time.Duration {
-	if n >= 0 && n < len(retrySchedule) {
-		return retrySchedule[n]
+// retryDelay is the period between the starts of two tries of a
+// starting-up UI, elapsed into its verification.
+func retryDelay(elapsed time.Duration) time.Duration {
+	if elapsed >= 0 && elapsed < startFast {
+		return startPoll
 	}
 	return retryCap
 }
@@ -269,8 +268,8 @@ func (c *client) verifyOnce(ctx context.Context, ui *url.URL) (driverInfo, error
 }
 
 // verify retries verifyOnce while the UI shows its placeholder or a
-// non-JSON answer, waiting retryDelay between tries (50 ms at first, then
-// up to retryCap).
+// non-JSON answer, starting a try every retryDelay (startPoll at first,
+// then retryCap); tries never overlap.
 //
 // A UI that accepts the connection but sends no headers within callTimeout
 // is also retried, a few times, or for as long as the placeholder budget
@@ -280,9 +279,10 @@ func (c *client) verify(ctx context.Context, ui *url.URL) (driverInfo, error) {
 	start := time.Now()
 	starting, timeouts := false, 0
 	for n := 0; ; n++ {
-		delay := retryDelay(n)
+		tryAt := time.Now()
 		info, err := c.verifyOnce(ctx, ui)
 		info.tries = n + 1
+		delay := max(retryDelay(tryAt.Sub(start))-time.Since(tryAt), 0)
 		var budget time.Duration
 		switch {
 		case errors.Is(err, errStarting):

@@ -88,49 +88,56 @@ func TestVerifyRejects(t *testing.T) {
 	}
 }
 
-// TestRetryDelay pins the schedule between tries of a UI that is starting
-// up: tight at first, so that the app is routable soon after its API
-// answers, then capped so that a stuck placeholder costs little.
+// TestRetryDelay pins the period between tries of a UI that is starting
+// up: steady and short for the first seconds of the window, so that the app
+// is routable soon after its API answers, then capped so that a stuck
+// placeholder costs little.
 func TestRetryDelay(t *testing.T) {
 	t.Parallel()
 	ms := time.Millisecond
 	tests := []struct {
-		n    int
-		want time.Duration
+		elapsed time.Duration
+		want    time.Duration
 	}{
-		{0, 50 * ms}, {1, 50 * ms}, {2, 100 * ms}, {3, 100 * ms}, {4, 200 * ms},
-		{5, 250 * ms}, {6, 250 * ms}, {100, 250 * ms}, {-1, 250 * ms},
+		{0, 40 * ms}, {40 * ms, 40 * ms}, {1900 * ms, 40 * ms}, {4999 * ms, 40 * ms},
+		{5 * time.Second, 250 * ms}, {time.Minute, 250 * ms}, {-ms, 250 * ms},
 	}
 	for _, tt := range tests {
-		t.Run(fmt.Sprint(tt.n), func(t *testing.T) {
-			if got := retryDelay(tt.n); got != tt.want {
-				t.Errorf("retryDelay(%d) = %v; want %v", tt.n, got, tt.want)
+		t.Run(tt.elapsed.String(), func(t *testing.T) {
+			if got := retryDelay(tt.elapsed); got != tt.want {
+				t.Errorf("retryDelay(%v) = %v; want %v", tt.elapsed, got, tt.want)
 			}
 		})
 	}
-	// Never slower than the cap, never decreasing: the worst wait after a
-	// driver's API starts answering is retryCap.
-	for n := 1; n < 50; n++ {
-		if d, prev := retryDelay(n), retryDelay(n-1); d < prev || d > retryCap {
-			t.Errorf("retryDelay(%d) = %v after %v; want non-decreasing and <= %v", n, d, prev, retryCap)
+	// Never slower than the cap, never shorter later on: the worst wait
+	// after a driver's API starts answering is retryCap.
+	prev := retryDelay(0)
+	for e := time.Duration(0); e < 2*startFast; e += 10 * ms {
+		if d := retryDelay(e); d < prev || d > retryCap {
+			t.Errorf("retryDelay(%v) = %v after %v; want non-decreasing and <= %v", e, d, prev, retryCap)
 		}
+		prev = retryDelay(e)
 	}
 }
 
 // TestVerifyRetriesPlaceholder checks that verify keeps asking while the UI
-// shows its placeholder, once per schedule step, and stops at the first
+// shows its placeholder, one request at a time, and stops at the first
 // real answer.
 func TestVerifyRetriesPlaceholder(t *testing.T) {
 	t.Parallel()
 	d := newFakeDriver(t, "local-1714566896789")
-	d.starting = len(retrySchedule) + 2 // past the early schedule
+	const placeholders = 7
+	d.starting = placeholders
 	info, err := newClient(nil).verify(context.Background(), d.url())
 	if err != nil || info.ID != "local-1714566896789" {
 		t.Fatalf("verify() = %q, %v; want local-1714566896789", info.ID, err)
 	}
 	// Every placeholder answer, then the app list and the environment.
-	if got, want := d.hits.Load(), int64(len(retrySchedule)+2+2); got != want {
+	if got, want := d.hits.Load(), int64(placeholders+2); got != want {
 		t.Errorf("driver saw %d requests; want %d", got, want)
+	}
+	if got := d.maxIn.Load(); got != 1 {
+		t.Errorf("driver saw %d requests in flight at once; want 1", got)
 	}
 }
 
