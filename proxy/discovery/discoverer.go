@@ -15,7 +15,18 @@ const (
 	suspectQueue = 64
 	targetIdle   = 3 // intervals a target may go unreported before it is forgotten
 	backoffMax   = 5 * time.Minute
+	envRetryMin  = 250 * time.Millisecond // first wait before reading an environment again
+	envRetryMax  = 30 * time.Second       // longest wait between environment reads
 )
+
+// envRetryDelay is the wait after the n-th (1-based) failed read of a live
+// app's environment: doubling from envRetryMin up to envRetryMax.
+func envRetryDelay(n int) time.Duration {
+	if n < 1 {
+		return envRetryMin
+	}
+	return min(envRetryMin<<min(n-1, 16), envRetryMax)
+}
 
 // Discoverer runs the configured sources, verifies every candidate against
 // the UI's own REST API, re-checks live apps, merges History Server lists
@@ -67,11 +78,20 @@ type target struct {
 }
 
 // liveApp is an app found on a driver, running or ended.
+//
+// An app is published as soon as the driver's app list names it, with
+// ACLProps nil (judged fail-closed: its owner and admins only) and
+// ProxyBase unknown; its environment is read next, and again with backoff
+// until that succeeds, and each success publishes the real values.
 type liveApp struct {
 	app      App
 	key      string // target key of the URL the app answers at
 	fails    int
 	checking bool
+	foundAt  time.Time
+	envBusy  bool // an environment read is in flight
+	envKnown bool // app.ACLProps and app.ProxyBase come from the environment
+	envFails int  // environment reads failed in a row
 }
 
 // New builds a Discoverer from a validated configuration. Sources that
@@ -360,16 +380,18 @@ func (d *Discoverer) onVerified(t *target, info driverInfo, err error) {
 	if t.appID != "" && t.appID != info.ID {
 		d.endApp(t.appID, "another app answers at its url")
 	}
+	// ACLProps stay nil, which the authorizer judges fail-closed, until
+	// the environment has been read.
 	app := App{
 		ID: info.ID, Name: info.Name, User: info.User, AttemptID: info.AttemptID,
 		SparkVersion: info.SparkVersion, StartTime: info.Start, State: Running,
-		UIURL: t.c.url, ProxyBase: info.ProxyBase, Source: t.c.source,
-		ACLProps: info.ACLProps, LastSeen: now,
+		UIURL: t.c.url, Source: t.c.source, LastSeen: now,
 	}
-	if app.ProxyBase == "" && t.c.yarn {
-		app.ProxyBase = "/proxy/" + info.ID
+	if t.c.yarn {
+		app.ProxyBase = "/proxy/" + info.ID // the RM web proxy's, unless the environment names one
 	}
-	d.apps[info.ID] = &liveApp{app: app, key: key}
+	a := &liveApp{app: app, key: key, foundAt: now}
+	d.apps[info.ID] = a
 	t.appID = info.ID
 	d.dirty = true
 	fields := []zap.Field{zap.String("app_id", info.ID), zap.String("upstream", u2s(t.c.url)), zap.String("source", t.c.source)}
@@ -377,10 +399,53 @@ func (d *Discoverer) onVerified(t *target, info driverInfo, err error) {
 		fields = append(fields, zap.Duration("since_log_line", now.Sub(t.fromLogAt)))
 	}
 	fields = append(fields, zap.Duration("verify_took", now.Sub(t.verifyAt)), zap.Int("tries", info.tries))
-	if info.ACLProps == nil {
-		fields = append(fields, zap.Bool("acl_unknown", true))
-	}
 	d.log.Info("driver found", fields...)
+	d.readEnv(info.ID, a)
+}
+
+// readEnv reads a live app's environment in a worker, unless it is known,
+// being read, or the app is no longer the running one under its id.
+func (d *Discoverer) readEnv(id string, a *liveApp) {
+	if d.apps[id] != a || a.app.State != Running || a.envBusy || a.envKnown {
+		return
+	}
+	a.envBusy = true
+	ctx, u := d.ctx, a.app.UIURL
+	go func() {
+		acl, proxyBase, err := d.c.driverEnv(ctx, u, id)
+		d.send(ctx, func() { d.onEnv(id, a, acl, proxyBase, err) })
+	}()
+}
+
+// onEnv publishes a read environment, or schedules the next read. A failed
+// read changes nothing: ACLProps stay nil (fail-closed).
+func (d *Discoverer) onEnv(id string, a *liveApp, acl map[string]string, proxyBase string, err error) {
+	a.envBusy = false
+	if d.apps[id] != a || a.app.State != Running {
+		return // ended or replaced: its props stay as they were
+	}
+	if err != nil {
+		a.envFails++
+		wait := envRetryDelay(a.envFails)
+		log := d.log.Debug
+		if a.envFails == 1 {
+			log = d.log.Warn
+		}
+		log("driver environment unreadable; only its owner and admins get in until it is read",
+			zap.String("app_id", id), zap.String("upstream", u2s(a.app.UIURL)), zap.Int("fails", a.envFails),
+			zap.Duration("retry_in", wait), zap.Error(err))
+		ctx := d.ctx
+		time.AfterFunc(wait, func() { d.send(ctx, func() { d.readEnv(id, a) }) })
+		return
+	}
+	a.envKnown, a.envFails = true, 0
+	a.app.ACLProps = acl
+	if proxyBase != "" {
+		a.app.ProxyBase = proxyBase
+	}
+	d.dirty = true
+	d.log.Info("driver environment read", zap.String("app_id", id), zap.Duration("since_found", d.now().Sub(a.foundAt)),
+		zap.Bool("acls_enable", acl["spark.acls.enable"] == "true"), zap.String("proxy_base", a.app.ProxyBase))
 }
 
 // checkApp asks a live app's UI whether it still serves the same app.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap/zaptest"
 )
 
@@ -152,5 +153,97 @@ func TestDiscovererNoSources(t *testing.T) {
 	waitFor(t, reg, "ready", func(*Snapshot) bool { return d.Ready() })
 	if n := len(reg.Load().Apps()); n != 0 {
 		t.Errorf("apps = %d; want 0", n)
+	}
+}
+
+// TestDiscovererPublishesBeforeEnvironment checks that a driver is routable
+// as soon as its app list names it, with ACLProps nil (fail-closed) while its
+// environment has not answered, and gets the real props once it does. An app
+// replaced meanwhile keeps nil props.
+func TestDiscovererPublishesBeforeEnvironment(t *testing.T) {
+	t.Parallel()
+	drv := newFakeDriver(t, "local-1")
+	gate := make(chan struct{})
+	drv.setEnv(gate, false)
+	_, reg := startDiscoverer(t, Config{Static: []string{drv.srv.URL}})
+	waitFor(t, reg, "local-1 live", live("local-1"))
+	early, _ := reg.Lookup("local-1")
+	if early.ACLProps != nil || early.ProxyBase != "" {
+		t.Errorf("before the environment answered: ACLProps = %v, ProxyBase = %q; want nil, empty", early.ACLProps, early.ProxyBase)
+	}
+	close(gate)
+	waitFor(t, reg, "local-1 props", func(s *Snapshot) bool {
+		a, ok := s.Lookup("local-1")
+		return ok && a.ACLProps != nil
+	})
+	a, _ := reg.Lookup("local-1")
+	want := map[string]string{"spark.acls.enable": "true", "spark.ui.view.acls": "alice,bob"}
+	if !cmp.Equal(a.ACLProps, want) || a.ProxyBase != "/sys" || !a.Live() {
+		t.Errorf("after the environment answered: ACLProps = %v, ProxyBase = %q, live %v; want %v, /sys, true", a.ACLProps, a.ProxyBase, a.Live(), want)
+	}
+	// Snapshots are swapped whole: the app first published is unchanged.
+	if early.ACLProps != nil || early.ProxyBase != "" {
+		t.Errorf("first published app changed to ACLProps = %v, ProxyBase = %q", early.ACLProps, early.ProxyBase)
+	}
+
+	// A new driver on the same port while the environment hangs: the old
+	// app ends, the new one is live with nil props until it answers.
+	gate2 := make(chan struct{})
+	drv.setEnv(gate2, false)
+	drv.setID("local-2")
+	waitFor(t, reg, "local-2 live, local-1 ended", func(s *Snapshot) bool { return live("local-2")(s) && ended("local-1")(s) })
+	if b, _ := reg.Lookup("local-2"); b.ACLProps != nil {
+		t.Errorf("local-2 before its environment answered: ACLProps = %v; want nil", b.ACLProps)
+	}
+	close(gate2)
+	waitFor(t, reg, "local-2 props", func(s *Snapshot) bool {
+		b, ok := s.Lookup("local-2")
+		return ok && b.ACLProps != nil
+	})
+}
+
+// TestDiscovererEnvironmentRetried checks that a failing environment keeps
+// a live app fail-closed (ACLProps nil in every snapshot) and is read again,
+// in the background, until it answers.
+func TestDiscovererEnvironmentRetried(t *testing.T) {
+	t.Parallel()
+	drv := newFakeDriver(t, "local-1")
+	drv.setEnv(nil, true)
+	_, reg := startDiscoverer(t, Config{Static: []string{drv.srv.URL}})
+	opened := false
+	waitFor(t, reg, "three failed environment reads", func(s *Snapshot) bool {
+		if a, ok := s.Lookup("local-1"); ok && a.ACLProps != nil {
+			opened = true
+		}
+		return live("local-1")(s) && drv.envHits.Load() >= 3
+	})
+	if opened {
+		t.Errorf("an environment answering 500 left ACLProps non-nil")
+	}
+	if a, _ := reg.Lookup("local-1"); a.ACLProps != nil || !a.Live() {
+		t.Errorf("after failed reads: ACLProps = %v, live %v; want nil, true", a.ACLProps, a.Live())
+	}
+	drv.setEnv(nil, false)
+	waitFor(t, reg, "props after the environment recovers", func(s *Snapshot) bool {
+		a, ok := s.Lookup("local-1")
+		return ok && a.Live() && a.ACLProps["spark.ui.view.acls"] == "alice,bob"
+	})
+}
+
+func TestEnvRetryDelay(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	tests := []struct {
+		n    int
+		want time.Duration
+	}{
+		{0, 250 * ms}, {1, 250 * ms}, {2, 500 * ms}, {3, time.Second}, {8, 30 * time.Second}, {1000, 30 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.n), func(t *testing.T) {
+			if got := envRetryDelay(tt.n); got != tt.want {
+				t.Errorf("envRetryDelay(%d) = %v; want %v", tt.n, got, tt.want)
+			}
+		})
 	}
 }

@@ -111,13 +111,13 @@ type apiApp struct {
 	Attempts []apiAttempt `json:"attempts"`
 }
 
-// driverInfo is what a verified driver said about itself.
+// driverInfo is what a verified driver said about itself in its app list.
+// Its environment (ACL properties, proxy base) is read separately, after
+// the app is published: see driverEnv.
 type driverInfo struct {
 	ID, Name, User, AttemptID, SparkVersion string
 	Start                                   time.Time
 	Completed                               bool
-	ACLProps                                map[string]string // nil if the environment was unreadable
-	ProxyBase                               string
 	tries                                   int // requests for the app list, for logs
 }
 
@@ -246,7 +246,13 @@ func (c *client) environmentProps(ctx context.Context, base *url.URL, p string) 
 	return acl, strings.TrimRight(proxyBase, "/"), nil
 }
 
-// verifyOnce asks a candidate UI once: its one app, then its environment.
+// driverEnv reads a driver's ACL properties and spark.ui.proxyBase from the
+// environment of its app id.
+func (c *client) driverEnv(ctx context.Context, ui *url.URL, id string) (map[string]string, string, error) {
+	return c.environmentProps(ctx, ui, "api/v1/applications/"+url.PathEscape(id)+"/environment")
+}
+
+// verifyOnce asks a candidate UI once for its one app.
 func (c *client) verifyOnce(ctx context.Context, ui *url.URL) (driverInfo, error) {
 	app, err := c.driverApp(ctx, ui)
 	if err != nil {
@@ -259,10 +265,6 @@ func (c *client) verifyOnce(ctx context.Context, ui *url.URL) (driverInfo, error
 	}
 	if a.StartTimeEpoch > 0 {
 		info.Start = time.UnixMilli(a.StartTimeEpoch)
-	}
-	acl, pb, err := c.environmentProps(ctx, ui, "api/v1/applications/"+url.PathEscape(app.ID)+"/environment")
-	if err == nil {
-		info.ACLProps, info.ProxyBase = acl, pb
 	}
 	return info, nil
 }

@@ -26,10 +26,8 @@ func TestVerify(t *testing.T) {
 	}
 	want := driverInfo{
 		ID: "local-1714566896789", Name: "demo", User: "alice", SparkVersion: "3.5.9",
-		Start:     info.Start, // checked below
-		ACLProps:  map[string]string{"spark.acls.enable": "true", "spark.ui.view.acls": "alice,bob"},
-		ProxyBase: "/sys",
-		tries:     4, // three placeholders, then the app
+		Start: info.Start, // checked below
+		tries: 4,          // three placeholders, then the app
 	}
 	if diff := cmp.Diff(want, info, cmp.AllowUnexported(driverInfo{})); diff != "" {
 		t.Errorf("verify() (-want +got):\n%s", diff)
@@ -37,11 +35,24 @@ func TestVerify(t *testing.T) {
 	if info.Start.UnixMilli() != 1714566896789 {
 		t.Errorf("Start = %v; want epoch ms 1714566896789", info.Start)
 	}
+	// verify reads the app list only; the environment is read apart.
+	if got := d.envHits.Load(); got != 0 {
+		t.Errorf("verify() read the environment %d times; want 0", got)
+	}
+	acl, pb, err := c.driverEnv(context.Background(), d.url(), info.ID)
+	wantACL := map[string]string{"spark.acls.enable": "true", "spark.ui.view.acls": "alice,bob"}
+	if err != nil || pb != "/sys" || !cmp.Equal(acl, wantACL) {
+		t.Errorf("driverEnv() = %v, %q, %v; want %v, /sys", acl, pb, err, wantACL)
+	}
 	// spark.ui.proxyBase in sparkProperties wins over systemProperties.
 	d.props = append(d.props, []string{"spark.ui.proxyBase", "/proxy/local-1714566896789/"})
-	info, err = c.verify(context.Background(), d.url())
-	if err != nil || info.ProxyBase != "/proxy/local-1714566896789" {
-		t.Errorf("verify() ProxyBase = %q, %v; want /proxy/local-1714566896789", info.ProxyBase, err)
+	_, pb, err = c.driverEnv(context.Background(), d.url(), info.ID)
+	if err != nil || pb != "/proxy/local-1714566896789" {
+		t.Errorf("driverEnv() ProxyBase = %q, %v; want /proxy/local-1714566896789", pb, err)
+	}
+	// Another id's environment is not this driver's: 404, an error.
+	if acl, _, err := c.driverEnv(context.Background(), d.url(), "local-2"); err == nil {
+		t.Errorf("driverEnv(local-2) = %v, nil; want an error", acl)
 	}
 }
 
@@ -132,8 +143,8 @@ func TestVerifyRetriesPlaceholder(t *testing.T) {
 	if err != nil || info.ID != "local-1714566896789" {
 		t.Fatalf("verify() = %q, %v; want local-1714566896789", info.ID, err)
 	}
-	// Every placeholder answer, then the app list and the environment.
-	if got, want := d.hits.Load(), int64(placeholders+2); got != want {
+	// Every placeholder answer, then the app list.
+	if got, want := d.hits.Load(), int64(placeholders+1); got != want {
 		t.Errorf("driver saw %d requests; want %d", got, want)
 	}
 	if got := d.maxIn.Load(); got != 1 {
@@ -178,7 +189,7 @@ func TestVerifyStartupAnswers(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				n := int(hits.Add(1)) - 1
 				if r.URL.Path != "/api/v1/applications" {
-					http.NotFound(w, r) // environment: optional
+					http.NotFound(w, r) // verify never asks for anything else
 					return
 				}
 				if n < len(tt.answers) {
@@ -210,13 +221,9 @@ func TestVerifyStartupAnswers(t *testing.T) {
 			if !tt.wantErr && info.ID != "local-1714566896789" {
 				t.Errorf("verify() ID = %q; want local-1714566896789", info.ID)
 			}
-			// App-list requests made (plus the environment request when found).
-			got := hits.Load()
-			if !tt.wantErr {
-				got-- // the environment request
-			}
-			if got != tt.wantHit {
-				t.Errorf("driver saw %d app-list requests; want %d", got, tt.wantHit)
+			// App-list requests made: verify reads no environment.
+			if got := hits.Load(); got != tt.wantHit {
+				t.Errorf("driver saw %d requests; want %d app-list requests", got, tt.wantHit)
 			}
 		})
 	}
