@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/sparkgate/sparkgate/proxy/discovery"
+)
+
+// TestRunServesAndShutsDownGracefully starts the whole gateway, waits for it
+// to answer, cancels its context (what SIGTERM does) and expects run to
+// return without error once in-flight work is done.
+func TestRunServesAndShutsDownGracefully(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+
+	cfg := Config{Listen: addr, Discovery: discovery.Config{}}
+	cfg.Log.Level = "warn"
+	cfg.SetDefaults()
+	if errs := cfg.Validate(); len(errs) > 0 {
+		t.Fatalf("config: %v", errs)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, cfg) }()
+
+	var resp *http.Response
+	for i := 0; i < 200; i++ {
+		resp, err = http.Get("http://" + addr + "/_/healthz")
+		if err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		cancel()
+		t.Fatalf("gateway never answered: %v", err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /_/healthz = %d; want 200", resp.StatusCode)
+	}
+	// A request without a session is challenged, not served.
+	resp, err = http.Get("http://" + addr + "/api/v1/applications")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET /api/v1/applications without a session = %d; want 401", resp.StatusCode)
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("run after cancel = %v; want nil (graceful shutdown)", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not return after its context was cancelled")
+	}
+	if _, err := http.Get("http://" + addr + "/_/healthz"); err == nil {
+		t.Errorf("gateway still answers after shutdown")
+	}
+}
