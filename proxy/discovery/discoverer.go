@@ -12,20 +12,20 @@ import (
 )
 
 const (
-	suspectQueue = 64
-	targetIdle   = 3 // intervals a target may go unreported before it is forgotten
-	backoffMax   = 5 * time.Minute
-	envRetryMin  = 250 * time.Millisecond // first wait before reading an environment again
-	envRetryMax  = 30 * time.Second       // longest wait between environment reads
+	suspectQueue  = 64
+	targetIdle    = 3 // intervals a target may go unreported before it is forgotten
+	backoffMax    = 5 * time.Minute
+	envRetryFirst = 250 * time.Millisecond // first wait before reading an environment again
+	envRetryMax   = 30 * time.Second       // longest wait between environment reads
 )
 
 // envRetryDelay is the wait after the n-th (1-based) failed read of a live
-// app's environment: doubling from envRetryMin up to envRetryMax.
+// app's environment: doubling from envRetryFirst up to envRetryMax.
 func envRetryDelay(n int) time.Duration {
 	if n < 1 {
-		return envRetryMin
+		return envRetryFirst
 	}
-	return min(envRetryMin<<min(n-1, 16), envRetryMax)
+	return min(envRetryFirst<<min(n-1, 16), envRetryMax)
 }
 
 // Discoverer runs the configured sources, verifies every candidate against
