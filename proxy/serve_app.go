@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/sparkgate/sparkgate/proxy/discovery"
 )
@@ -42,6 +43,10 @@ func (s *Server) serveApp(w http.ResponseWriter, r *http.Request, st *reqState) 
 		return nil
 	}
 	if ref := s.historyFor(app, ""); ref != nil {
+		if p, ok := historyREST(ref, app.ID, rt.Path); ok {
+			redirect(w, r, p)
+			return nil
+		}
 		redirect(w, r, historyPath(ref, app.ID, "")+rt.Path)
 		return nil
 	}
@@ -64,6 +69,23 @@ func historyPath(ref *discovery.HistoryRef, appID, attempt string) string {
 		p += "/" + attempt
 	}
 	return p
+}
+
+// historyREST maps a live driver's REST path of the app
+// (/api/v1/applications/<id>/...), as the JavaScript of a page opened while
+// the app ran keeps calling it, to the gateway's REST path of the same app,
+// now served by its History Server. The driver's paths name no attempt; a
+// History Server needs the attempt for apps that have them.
+func historyREST(ref *discovery.HistoryRef, appID, path string) (string, bool) {
+	base := "/api/v1/applications/" + appID
+	rest, ok := strings.CutPrefix(path, base)
+	if !ok || (rest != "" && rest[0] != '/') {
+		return "", false
+	}
+	if len(ref.Attempts) > 0 && ref.Attempts[0] != "" {
+		base += "/" + ref.Attempts[0]
+	}
+	return base + rest, true
 }
 
 func driverLabel(u *url.URL) string { return "driver " + u.Host }

@@ -249,6 +249,13 @@ func TestHistoryFallback(t *testing.T) {
 		{"/history/" + appLive + "/jobs/", "/app/" + appLive + "/jobs/"},
 		{"/hs/main/", "/"},
 		{"/hs/main/api/v1/applications?status=running", "/api/v1/applications?status=running"},
+		// REST calls of a page opened while the app ran go to the app's
+		// REST on the History Server, with its attempt.
+		{"/app/" + appHistory + "/api/v1/applications/" + appHistory + "/allexecutors?x=1", "/api/v1/applications/" + appHistory + "/1/allexecutors?x=1"},
+		{"/app/" + appHistory + "/api/v1/applications/" + appHistory, "/api/v1/applications/" + appHistory + "/1"},
+		// Not the app's REST: the history view of the same path.
+		{"/app/" + appHistory + "/api/v1/applications", "/hs/main/history/" + appHistory + "/1/api/v1/applications"},
+		{"/app/" + appHistory + "/api/v1/applications/" + appHistory + "x/jobs", "/hs/main/history/" + appHistory + "/1/api/v1/applications/" + appHistory + "x/jobs"},
 	}
 	for _, tt := range redirects {
 		resp, _ := h.do(t, "GET", tt.path, "alice", nil)
