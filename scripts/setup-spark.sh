@@ -4,7 +4,7 @@
 # Prints nothing but progress; idempotent.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-versions="${SPARK_VERSIONS:-3.5.9 4.0.5}"
+versions="${SPARK_VERSIONS:-3.5.9 4.0.5 4.3.0}"
 for v in $versions; do
   dir="$root/.cache/spark/$v"
   if [ -x "$dir/venv/bin/python" ] && [ -f "$dir/.done" ]; then
