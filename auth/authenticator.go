@@ -159,7 +159,13 @@ func (a *Authenticator) Authenticate(r *http.Request) (Identity, bool, error) {
 			return a.authenticateBearer(r.Context(), token)
 		}
 	}
-	s, _, err := a.currentSession(r.Context(), r)
+	var s *session
+	var err error
+	if l, ok := r.Context().Value(sessionCtxKey{}).(sessionLookup); ok {
+		s, err = l.s, l.err // Middleware looked this request's cookie up already
+	} else {
+		s, _, err = a.currentSession(r.Context(), r)
+	}
 	if err != nil || s == nil {
 		return Identity{}, false, err
 	}
