@@ -41,10 +41,7 @@ func (s *Server) serveAPIApp(w http.ResponseWriter, r *http.Request, st *reqStat
 		s.proxy(w, r, st, s.hs[ref.Server], "History Server "+ref.Server)
 		return nil
 	}
-	if err := s.authorize(st, app, nil, View); err != nil {
-		return err
-	}
-	return waitingForHistory(app)
+	return s.waitForHistory(st, app, "")
 }
 
 // sparkDate is the date layout of Spark's REST API.

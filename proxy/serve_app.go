@@ -50,10 +50,7 @@ func (s *Server) serveApp(w http.ResponseWriter, r *http.Request, st *reqState) 
 		redirect(w, r, historyPath(ref, app.ID, "")+rt.Path)
 		return nil
 	}
-	if err := s.authorize(st, app, nil, View); err != nil {
-		return err
-	}
-	return waitingForHistory(app)
+	return s.waitForHistory(st, app, "")
 }
 
 // historyPath is the gateway path of an app's UI on a History Server,
@@ -99,13 +96,21 @@ func notFoundApp(id string) *httpError {
 	}
 }
 
-// waitingForHistory answers for an app whose driver has gone but that no
-// History Server lists yet (they scan event logs every few seconds).
-func waitingForHistory(app *discovery.App) *httpError {
+// waitForHistory answers for an app whose driver has gone but that no
+// History Server lists yet (they scan event logs every few seconds): a page
+// that says so and reloads itself. Only a user who may view the app (by its
+// live ACLs) learns even that much. msg replaces the default message.
+func (s *Server) waitForHistory(st *reqState, app *discovery.App, msg string) error {
+	if err := s.authorize(st, app, nil, View); err != nil {
+		return err
+	}
+	if msg == "" {
+		msg = fmt.Sprintf("application %s (%s) has finished; waiting for the History Server to list it", app.ID, app.Name)
+	}
 	return &httpError{
 		Status:     http.StatusServiceUnavailable,
 		Title:      "Application finished",
-		Msg:        fmt.Sprintf("application %s (%s) has finished; waiting for the History Server to list it", app.ID, app.Name),
+		Msg:        msg,
 		AppID:      app.ID,
 		RetryAfter: 5,
 	}

@@ -58,12 +58,7 @@ func (s *Server) serveHistory(w http.ResponseWriter, r *http.Request, st *reqSta
 		redirect(w, r, "/app/"+app.ID+"/")
 		return nil
 	}
-	if err := s.authorize(st, app, nil, View); err != nil {
-		return err
-	}
-	he := waitingForHistory(app)
-	he.Msg = fmt.Sprintf("History Server %s does not list application %s yet", rt.Server, app.ID)
-	return he
+	return s.waitForHistory(st, app, fmt.Sprintf("History Server %s does not list application %s yet", rt.Server, app.ID))
 }
 
 // serveHistoryAlias redirects /history/<id>[/<attempt>]/... (the History
@@ -91,8 +86,5 @@ func (s *Server) serveHistoryAlias(w http.ResponseWriter, r *http.Request, st *r
 		redirect(w, r, "/app/"+app.ID+rest)
 		return nil
 	}
-	if err := s.authorize(st, app, nil, View); err != nil {
-		return err
-	}
-	return waitingForHistory(app)
+	return s.waitForHistory(st, app, "")
 }
