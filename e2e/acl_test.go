@@ -93,16 +93,8 @@ type aclEnv struct {
 // them see.
 func TestACL(t *testing.T) {
 	s := newSuite(t)
-	if s.gwBin == "" {
-		t.Skip("SPARKGATE_E2E_NO_GATEWAY is set")
-	}
-	homes, err := FindSparkHomes(s.root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(homes) == 0 {
-		t.Skip("no Spark under .cache/spark; run scripts/setup.sh")
-	}
+	s.requireGateway(t)
+	homes := s.sparkHomes(t)
 	matrixFile := filepath.Join(s.outDir, "acl-matrix.txt")
 	_ = os.Remove(matrixFile)
 	for _, home := range homes {

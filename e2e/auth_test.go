@@ -28,9 +28,7 @@ const authTTL = 15 * time.Second
 // sparkgate, which TestACL's gateway accepts) has the wrong audience here.
 func TestAuth(t *testing.T) {
 	s := newSuite(t)
-	if s.gwBin == "" {
-		t.Skip("SPARKGATE_E2E_NO_GATEWAY is set")
-	}
+	s.requireGateway(t)
 	ctx := ctxFor(t, 3*time.Minute)
 	dir := s.freshDir(t, "auth")
 	gwPort, err := FreePort()

@@ -26,16 +26,8 @@ import (
 // default. It uses small drivers (e2e/spark/small.py), not app.py.
 func TestDiscovery(t *testing.T) {
 	s := newSuite(t)
-	if s.gwBin == "" {
-		t.Skip("SPARKGATE_E2E_NO_GATEWAY is set")
-	}
-	homes, err := FindSparkHomes(s.root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(homes) == 0 {
-		t.Fatal("no Spark under .cache/spark; run scripts/setup.sh")
-	}
+	s.requireGateway(t)
+	homes := s.sparkHomes(t)
 	for _, home := range homes {
 		t.Run("routable/"+home.Version, func(t *testing.T) { s.timeRoutable(t, home) })
 	}

@@ -37,16 +37,8 @@ import (
 // kill checks kept alive; `-run 'TestKill|TestFallback'` runs both.
 func TestKill(t *testing.T) {
 	s := newSuite(t)
-	if s.gwBin == "" {
-		t.Skip("SPARKGATE_E2E_NO_GATEWAY is set")
-	}
-	homes, err := FindSparkHomes(s.root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(homes) == 0 {
-		t.Fatal("no Spark under .cache/spark; run scripts/setup.sh")
-	}
+	s.requireGateway(t)
+	homes := s.sparkHomes(t)
 	var battery strings.Builder
 	for _, home := range homes {
 		t.Run(home.Version, func(t *testing.T) { s.runKill(t, home, &battery) })

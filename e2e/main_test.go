@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -17,6 +18,14 @@ type suite struct {
 	root   string
 	outDir string // e2e/out: logs, event logs, figures (git-ignored)
 	gwBin  string // the gateway binary, "" when SPARKGATE_E2E_NO_GATEWAY=1
+}
+
+// gatewayBuild builds the gateway once per test binary: every Test*
+// function makes its own suite.
+var gatewayBuild struct {
+	once sync.Once
+	bin  string
+	err  error
 }
 
 func newSuite(t *testing.T) *suite {
@@ -31,13 +40,38 @@ func newSuite(t *testing.T) *suite {
 	}
 	s := &suite{root: root, outDir: out}
 	if os.Getenv("SPARKGATE_E2E_NO_GATEWAY") == "" {
-		bin, err := BuildGateway(context.Background(), root, filepath.Join(out, "sparkgate"))
-		if err != nil {
-			t.Fatalf("building the gateway (set SPARKGATE_E2E_NO_GATEWAY=1 to test the harness against Spark alone): %v", err)
+		gatewayBuild.once.Do(func() {
+			gatewayBuild.bin, gatewayBuild.err = BuildGateway(context.Background(), root, filepath.Join(out, "sparkgate"))
+		})
+		if gatewayBuild.err != nil {
+			t.Fatalf("building the gateway (set SPARKGATE_E2E_NO_GATEWAY=1 to test the harness against Spark alone): %v", gatewayBuild.err)
 		}
-		s.gwBin = bin
+		s.gwBin = gatewayBuild.bin
 	}
 	return s
+}
+
+// requireGateway skips a test that needs the gateway when the suite runs
+// against Spark alone (SPARKGATE_E2E_NO_GATEWAY=1).
+func (s *suite) requireGateway(t *testing.T) {
+	t.Helper()
+	if s.gwBin == "" {
+		t.Skip("SPARKGATE_E2E_NO_GATEWAY is set")
+	}
+}
+
+// sparkHomes returns the Spark installations under .cache/spark, failing t
+// when there is none: scripts/setup.sh installs them.
+func (s *suite) sparkHomes(t *testing.T) []SparkHome {
+	t.Helper()
+	homes, err := FindSparkHomes(s.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(homes) == 0 {
+		t.Fatal("no Spark under .cache/spark; run scripts/setup.sh")
+	}
+	return homes
 }
 
 // versionDir returns a fresh e2e/out/<version> with its sub-directories.

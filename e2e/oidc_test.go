@@ -64,9 +64,7 @@ func TestOIDC(t *testing.T) {
 // TestOIDCGateway signs in to the gateway through the real provider.
 func TestOIDCGateway(t *testing.T) {
 	s := newSuite(t)
-	if s.gwBin == "" {
-		t.Skip("SPARKGATE_E2E_NO_GATEWAY is set")
-	}
+	s.requireGateway(t)
 	ctx := ctxFor(t, 5*time.Minute)
 	dir := s.freshDir(t, "oidc-gateway")
 	const secret = "e2e-client-secret-not-secret"

@@ -18,13 +18,7 @@ import (
 // checks Spark directly (the harness's own proof), then through the gateway.
 func TestSpark(t *testing.T) {
 	s := newSuite(t)
-	homes, err := FindSparkHomes(s.root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(homes) == 0 {
-		t.Fatal("no Spark under .cache/spark; run scripts/setup.sh")
-	}
+	homes := s.sparkHomes(t)
 	for _, home := range homes {
 		t.Run(home.Version, func(t *testing.T) { s.runVersion(t, home) })
 	}
