@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -17,26 +16,7 @@ import (
 // gives n bytes per Read, reading its output n bytes at a time.
 func confirmLinks(t testing.TB, s, prefix string, n int) string {
 	t.Helper()
-	r := NewConfirmLinkReader(io.NopCloser(&chunkReader{s: s, n: n}), prefix)
-	var out bytes.Buffer
-	buf := make([]byte, n)
-	for {
-		k, err := r.Read(buf)
-		out.Write(buf[:k])
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("Read: %v", err)
-		}
-		if k == 0 {
-			t.Fatal("Read returned 0 bytes and no error")
-		}
-	}
-	if err := r.Close(); err != nil {
-		t.Fatalf("Close: %v", err)
-	}
-	return out.String()
+	return readChunked(t, NewConfirmLinkReader(io.NopCloser(&chunkReader{s: s, n: n}), prefix), n)
 }
 
 func TestConfirmLinks(t *testing.T) {

@@ -25,7 +25,12 @@ var update = flag.Bool("update", false, "rewrite the .golden files in testdata")
 // Read, reading its output n bytes at a time.
 func strip(t testing.TB, s string, n int) string {
 	t.Helper()
-	r := NewStrippingReader(io.NopCloser(&chunkReader{s: s, n: n}))
+	return readChunked(t, NewStrippingReader(io.NopCloser(&chunkReader{s: s, n: n})), n)
+}
+
+// readChunked reads r to EOF n bytes at a time, then closes it.
+func readChunked(t testing.TB, r io.ReadCloser, n int) string {
+	t.Helper()
 	var out bytes.Buffer
 	buf := make([]byte, n)
 	for {
