@@ -16,16 +16,22 @@ build: ## build bin/sparkgate
 run: build ## run the gateway in the safe local mode (or CONFIG=file)
 	./$(BIN) $(if $(CONFIG),-config $(CONFIG))
 
-test: ## unit tests with the race detector
+# gotestsum runs go test and ends its output with every failed test's own
+# output, so the tail of a CI log says what failed and why.
+GOTESTSUM := bin/gotestsum
+$(GOTESTSUM):
+	GOBIN=$(CURDIR)/bin $(GO) install gotest.tools/gotestsum@v1.13.0
+
+test: $(GOTESTSUM) ## unit tests with the race detector
 	$(GO) vet ./...
-	$(GO) test -race -count=1 ./...
+	$(GOTESTSUM) --format pkgname-and-test-fails -- -race -count=1 ./...
 
 setup: ## install real Spark, Chromium and the OIDC provider for e2e (idempotent)
 	scripts/setup.sh
 
-e2e: setup build ## end-to-end suite against real Spark, a real IdP and headless Chromium
+e2e: setup build $(GOTESTSUM) ## end-to-end suite against real Spark, a real IdP and headless Chromium
 	mkdir -p e2e/out
-	$(GO) test -tags e2e -count=1 -timeout 60m -v ./e2e/ 2>&1 | tee e2e/out/e2e.log; exit $${PIPESTATUS[0]}
+	$(GOTESTSUM) --format standard-verbose --jsonfile e2e/out/e2e.json -- -tags e2e -count=1 -timeout 60m ./e2e/ 2>&1 | tee e2e/out/e2e.log; exit $${PIPESTATUS[0]}
 
 bench: build ## benchmarks: Go benchmarks and a wrk load test (figures in bench/out/)
 	scripts/bench.sh
