@@ -41,7 +41,7 @@ fuzz: ## run every fuzz target for FUZZTIME each
 
 lint: ## golangci-lint (installed into bin/ on first use)
 	test -x bin/golangci-lint || GOBIN=$(CURDIR)/bin $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
-	bin/golangci-lint run ./...
+	bin/golangci-lint run --build-tags e2e ./...
 
 check: lint test e2e ## everything CI runs: lint, vet, unit tests, e2e
 

@@ -250,8 +250,11 @@ func driverOwner(ctx context.Context, d *Driver) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := json.Unmarshal(a.Body, &apps); err != nil || len(apps) != 1 || len(apps[0].Attempts) == 0 {
-		return "", fmt.Errorf("driver %s app list: %v (%.200s)", d.Opts.Name, err, a.Body)
+	if err := json.Unmarshal(a.Body, &apps); err != nil {
+		return "", fmt.Errorf("driver %s app list: %w (%.200s)", d.Opts.Name, err, a.Body)
+	}
+	if len(apps) != 1 || len(apps[0].Attempts) == 0 {
+		return "", fmt.Errorf("driver %s app list is not one app with an attempt: %.200s", d.Opts.Name, a.Body)
 	}
 	return apps[0].Attempts[0].SparkUser, nil
 }
@@ -279,7 +282,7 @@ func (e *aclEnv) waitAllListed(ctx context.Context, c *http.Client) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("gateway never listed %v (last error %v): %w", missing, err, ctx.Err())
+			return fmt.Errorf("gateway never listed %v (last error: %s): %w", missing, lastErr(err), ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

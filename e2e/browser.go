@@ -143,7 +143,7 @@ func (b *Browser) Login(startURL, providerOrigin, user string, timeout time.Dura
 		}
 		was, err := chromedp.Run(ctx, chromedp.Evaluate[string](submit))
 		if err != nil || was == "" {
-			return loc, fmt.Errorf("no form to submit at %s: %v", loc, err)
+			return loc, fmt.Errorf("no form to submit at %s (last error: %s)", loc, lastErr(err))
 		}
 		// Wait for the next document: the marker is gone from it (the URL
 		// may be the same, as for the provider's consent page). Evaluations

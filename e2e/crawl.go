@@ -32,8 +32,6 @@ type CrawlOptions struct {
 	// Needles are strings (driver host:port spellings) that must not appear
 	// in any body or Location header.
 	Needles []string
-	// AllowStatus says why an error status is acceptable for u, or "".
-	AllowStatus func(u *url.URL, status int) string
 }
 
 // Link is one problem the crawler found.
@@ -53,7 +51,6 @@ type CrawlReport struct {
 	Pages     int
 	Truncated bool
 	Broken    []Link // status >= 400 not allowed, or transport errors
-	Allowed   []Link // error statuses AllowStatus accepted, with the reason
 	Leaks     []Link // links or redirects leaving the origin, or naming a needle
 	KillLinks []Link // links to kill endpoints (never fetched)
 	Offsite   []Link // links to other origins (not fetched)
@@ -103,11 +100,7 @@ func Crawl(ctx context.Context, client *http.Client, start string, opt CrawlOpti
 			continue
 		}
 		if status >= 400 {
-			if why := allow(opt, u, status); why != "" {
-				rep.Allowed = append(rep.Allowed, Link{URL: it.u, From: it.from, Status: status, Why: why})
-			} else {
-				rep.Broken = append(rep.Broken, Link{URL: it.u, From: it.from, Status: status, Why: "error status"})
-			}
+			rep.Broken = append(rep.Broken, Link{URL: it.u, From: it.from, Status: status, Why: "error status"})
 		}
 		for _, l := range links {
 			lu, err := u.Parse(l)
@@ -145,13 +138,6 @@ func Crawl(ctx context.Context, client *http.Client, start string, opt CrawlOpti
 		}
 	}
 	return rep, nil
-}
-
-func allow(opt CrawlOptions, u *url.URL, status int) string {
-	if opt.AllowStatus == nil {
-		return ""
-	}
-	return opt.AllowStatus(u, status)
 }
 
 // fetchOne GETs u, follows its redirects by hand (checking each Location),

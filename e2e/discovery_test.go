@@ -204,7 +204,7 @@ func pollRoutable(ctx context.Context, gw *Gateway, c *http.Client) stamp {
 		}
 		select {
 		case <-ctx.Done():
-			st.err = fmt.Errorf("never routable (last: %v): %w", last, ctx.Err())
+			st.err = fmt.Errorf("never routable (last error: %s): %w", lastErr(last), ctx.Err())
 			return st
 		case <-time.After(25 * time.Millisecond):
 		}
@@ -320,11 +320,10 @@ func (s *suite) checkStandalone(t *testing.T, home SparkHome) {
 	}
 	mu, _ := url.Parse(sa.WebURL)
 	rep, err := Crawl(ctx, c, gw.URL+prefix+"jobs/", CrawlOptions{
-		MaxPages:    300,
-		Scope:       []string{prefix},
-		Skip:        skipLogout,
-		Needles:     append(d.HostPorts(), mu.Host),
-		AllowStatus: sparkAllowStatus,
+		MaxPages: 300,
+		Scope:    []string{prefix},
+		Skip:     skipLogout,
+		Needles:  append(d.HostPorts(), mu.Host),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -456,7 +455,7 @@ func (s *suite) checkProbeAndNoConfig(t *testing.T, home SparkHome) {
 	})
 
 	t.Run("noconfig", func(t *testing.T) {
-		checkNoConfig(t, ctx, ngw, dp, dl, port)
+		checkNoConfig(ctx, t, ngw, dp, dl, port)
 	})
 
 	t.Run("probe/finished", func(t *testing.T) {
@@ -492,7 +491,7 @@ func (s *suite) checkProbeAndNoConfig(t *testing.T, home SparkHome) {
 }
 
 // checkNoConfig checks the gateway started without a config file.
-func checkNoConfig(t *testing.T, ctx context.Context, gw *Gateway, dp, dl *Driver, probePort int) {
+func checkNoConfig(ctx context.Context, t *testing.T, gw *Gateway, dp, dl *Driver, probePort int) {
 	u, _ := url.Parse(gw.URL)
 	_, gport, _ := net.SplitHostPort(u.Host)
 	if m, _, err := gw.Watch.WaitFor(ctx, reStartedListen, gw.Proc.Exited); err != nil {

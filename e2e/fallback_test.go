@@ -166,11 +166,10 @@ func (s *suite) checkFallback(t *testing.T, e *killEnv) {
 	t.Run("crawl", func(t *testing.T) {
 		hsURL, _ := url.Parse(e.hs.URL)
 		rep, err := Crawl(ctx, e.client, bookmark, CrawlOptions{
-			MaxPages:    250,
-			Scope:       []string{"/app/" + e.d.AppID + "/", "/history/" + e.d.AppID + "/"},
-			Skip:        skipLogout,
-			Needles:     append(e.d.HostPorts(), hsURL.Host),
-			AllowStatus: sparkAllowStatus,
+			MaxPages: 250,
+			Scope:    []string{"/app/" + e.d.AppID + "/", "/history/" + e.d.AppID + "/"},
+			Skip:     skipLogout,
+			Needles:  append(e.d.HostPorts(), hsURL.Host),
 		})
 		if err != nil {
 			t.Fatal(err)

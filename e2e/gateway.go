@@ -215,7 +215,7 @@ func (g *Gateway) WaitListed(ctx context.Context, client *http.Client, match fun
 		}
 		select {
 		case <-ctx.Done():
-			return "", time.Time{}, fmt.Errorf("gateway never listed the app (last error %v): %w", err, ctx.Err())
+			return "", time.Time{}, fmt.Errorf("gateway never listed the app (last error: %s): %w", lastErr(err), ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

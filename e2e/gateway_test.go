@@ -21,11 +21,10 @@ func (s *suite) checkGatewayCrawl(t *testing.T, gw *Gateway, c *http.Client, d *
 	t0 := time.Now()
 	prefix := "/app/" + d.AppID + "/"
 	rep, err := Crawl(ctx, c, gw.URL+prefix, CrawlOptions{
-		MaxPages:    600,
-		Scope:       []string{prefix},
-		Skip:        skipLogout,
-		Needles:     d.HostPorts(),
-		AllowStatus: sparkAllowStatus,
+		MaxPages: 600,
+		Scope:    []string{prefix},
+		Skip:     skipLogout,
+		Needles:  d.HostPorts(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +38,7 @@ func (s *suite) checkGatewayCrawl(t *testing.T, gw *Gateway, c *http.Client, d *
 
 // checkGatewayBrowser opens the JS-built tables through the gateway in
 // Chromium, with the gateway session copied into the browser.
-func (s *suite) checkGatewayBrowser(t *testing.T, gw *Gateway, c *http.Client, d *Driver, dir string) {
+func (s *suite) checkGatewayBrowser(t *testing.T, gw *Gateway, c *http.Client, d *Driver) {
 	ctx := ctxFor(t, 5*time.Minute)
 	stageID, err := activeStage(ctx, d.UIURL(), d.AppID)
 	if err != nil {
@@ -96,11 +95,10 @@ func (s *suite) checkGatewayHistory(t *testing.T, gw *Gateway, c *http.Client, h
 	_ = RecordFigure(s.outDir, "gateway_completed_after_history_"+d.AppID, time.Since(t0))
 	hsURL, _ := url.Parse(hs.URL)
 	rep, err := Crawl(ctx, c, gw.URL+"/app/"+d.AppID+"/", CrawlOptions{
-		MaxPages:    600,
-		Scope:       []string{"/app/" + d.AppID + "/", "/history/" + d.AppID + "/"},
-		Skip:        skipLogout,
-		Needles:     append(d.HostPorts(), hsURL.Host),
-		AllowStatus: sparkAllowStatus,
+		MaxPages: 600,
+		Scope:    []string{"/app/" + d.AppID + "/", "/history/" + d.AppID + "/"},
+		Skip:     skipLogout,
+		Needles:  append(d.HostPorts(), hsURL.Host),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -163,7 +163,7 @@ func LongJob(ctx context.Context, d *Driver) (jobID, stageID int, err error) {
 		}
 		select {
 		case <-ctx.Done():
-			return 0, 0, fmt.Errorf("the long job never ran with an active stage (last error %v): %w", err, ctx.Err())
+			return 0, 0, fmt.Errorf("the long job never ran with an active stage (last error: %s): %w", lastErr(err), ctx.Err())
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
@@ -290,7 +290,7 @@ func waitEval(ctx context.Context, expr string) (string, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return "", fmt.Errorf("waiting for %.80q (last error %v): %w", expr, err, ctx.Err())
+			return "", fmt.Errorf("waiting for %.80q (last error: %s): %w", expr, lastErr(err), ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

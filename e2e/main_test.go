@@ -111,13 +111,6 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
-// sparkAllowStatus lists the error statuses a crawl of a Spark UI accepts,
-// each with the reason. Kept empty on purpose: every link Spark renders
-// should resolve; add an entry only with a reason a reviewer can check.
-func sparkAllowStatus(u *url.URL, status int) string {
-	return ""
-}
-
 // skipLogout keeps crawlers away from sign-out.
 func skipLogout(u *url.URL) bool {
 	return strings.HasPrefix(u.Path, "/oauth2/logout") || strings.HasPrefix(u.Path, "/oauth2/sign_out")
@@ -180,12 +173,9 @@ func requireCleanCrawl(t *testing.T, rep *CrawlReport, minPages int) {
 
 func logCrawl(t *testing.T, name string, rep *CrawlReport) {
 	t.Helper()
-	t.Logf("%s: %d pages, truncated=%v, broken=%d, leaks=%d, kill links=%d, offsite=%d, allowed=%d",
-		name, rep.Pages, rep.Truncated, len(rep.Broken), len(rep.Leaks), len(rep.KillLinks), len(rep.Offsite), len(rep.Allowed))
+	t.Logf("%s: %d pages, truncated=%v, broken=%d, leaks=%d, kill links=%d, offsite=%d",
+		name, rep.Pages, rep.Truncated, len(rep.Broken), len(rep.Leaks), len(rep.KillLinks), len(rep.Offsite))
 	for _, l := range rep.Offsite {
 		t.Logf("offsite: %v", l)
-	}
-	for _, l := range rep.Allowed {
-		t.Logf("allowed: %v", l)
 	}
 }

@@ -83,3 +83,11 @@ func (p *Proc) Stop(grace time.Duration) error {
 	_ = p.Wait(ctx2)
 	return fmt.Errorf("%s did not stop within %v; killed", p.Name, grace)
 }
+
+// lastErr describes the last error of a polling loop, which may be none.
+func lastErr(err error) string {
+	if err == nil {
+		return "none"
+	}
+	return err.Error()
+}

@@ -114,7 +114,7 @@ func (s *suite) runVersion(t *testing.T, home SparkHome) {
 			_ = RecordFigure(s.outDir, "discovery_lag_"+home.Version, lag)
 		})
 		t.Run("gateway/crawl", func(t *testing.T) { s.checkGatewayCrawl(t, gw, gwClient, d) })
-		t.Run("gateway/browser", func(t *testing.T) { s.checkGatewayBrowser(t, gw, gwClient, d, dir) })
+		t.Run("gateway/browser", func(t *testing.T) { s.checkGatewayBrowser(t, gw, gwClient, d) })
 	}
 
 	t2 := time.Now()
@@ -143,8 +143,7 @@ func (s *suite) checkDirect(t *testing.T, d *Driver, home SparkHome) {
 	c := NoRedirectClient(nil)
 	t0 := time.Now()
 	rep, err := Crawl(ctx, c, d.UIURL()+"/jobs/", CrawlOptions{
-		MaxPages:    600,
-		AllowStatus: sparkAllowStatus,
+		MaxPages: 600,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -220,9 +219,8 @@ func (s *suite) checkHistoryDirect(t *testing.T, hs *HistoryServer, d *Driver) {
 	ctx := ctxFor(t, 5*time.Minute)
 	t0 := time.Now()
 	rep, err := Crawl(ctx, NoRedirectClient(nil), hs.URL+"/history/"+d.AppID+"/jobs/", CrawlOptions{
-		MaxPages:    300,
-		Scope:       []string{"/history/" + d.AppID + "/"},
-		AllowStatus: sparkAllowStatus,
+		MaxPages: 300,
+		Scope:    []string{"/history/" + d.AppID + "/"},
 	})
 	if err != nil {
 		t.Fatal(err)

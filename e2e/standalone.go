@@ -162,7 +162,7 @@ func StartStandalone(ctx context.Context, root string, home SparkHome, dir strin
 		select {
 		case <-ctx.Done():
 			sa.Stop()
-			return nil, fmt.Errorf("worker never registered (last error %v): %w", err, ctx.Err())
+			return nil, fmt.Errorf("worker never registered (last error: %s): %w", lastErr(err), ctx.Err())
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
