@@ -52,6 +52,9 @@ type Authenticator struct {
 	// refresh token is used once; the login handler writes it to a cookie.
 	refreshed *expirable.LRU[[32]byte, *session]
 	inflight  inflight
+	// revoked holds the IDs of sessions signed out of, so that a copy of
+	// the cookie taken before sign-out is refused afterwards.
+	revoked *revocations
 
 	oidc  *oidcClient // mode oidc
 	local *localLogin // mode local
@@ -81,6 +84,7 @@ func New(ctx context.Context, cfg Config, publicURL string, logger *zap.Logger) 
 		basePath:  strings.TrimSuffix(pu.Path, "/"),
 	}
 	a.sessions, a.refreshed = newCaches(cfg.Session.TTL)
+	a.revoked = newRevocations(cfg.Session.TTL)
 	a.cookies = cookieOptions{secure: pu.Scheme == "https", path: a.basePath + "/"}
 	if cfg.Session.CookieSecure != nil {
 		a.cookies.secure = *cfg.Session.CookieSecure
@@ -194,6 +198,9 @@ func (a *Authenticator) currentSession(ctx context.Context, r *http.Request) (s 
 	}
 	if rs, ok := a.refreshed.Get(key); ok {
 		s, renewed = rs, true
+	}
+	if a.revoked.has(s.ID) {
+		return nil, false, nil
 	}
 	now := a.now()
 	due := !now.Before(s.Expiry) || (!s.RefreshAt.IsZero() && !now.Before(s.RefreshAt))

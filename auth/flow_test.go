@@ -621,3 +621,50 @@ func TestCallbackProviderError(t *testing.T) {
 		t.Errorf("callback with provider error = %d %q; want 403 without the raw error", resp.StatusCode, body)
 	}
 }
+
+// TestLogoutRevokesCopiedCookie: a copy of the session cookie taken before
+// sign-out (by malware, a shared machine, a log) is refused after it, as is
+// any value the same sign-in was renewed to; other sign-ins stay valid.
+func TestLogoutRevokesCopiedCookie(t *testing.T) {
+	e := newFlowEnv(t, nil)
+	base := mustURL(t, e.gw.srv.URL+"/")
+	a := newBrowser(t, false)
+	af := newBrowser(t, true)
+	af.Jar = a.Jar
+	e.signIn(t, af, "/")
+	stolen := newBrowser(t, false)
+	stolen.Jar.SetCookies(base, sessionCookies(t, a, e.gw.srv.URL))
+	other := newBrowser(t, true)
+	e.signIn(t, other, "/")
+
+	// Renew a's session so the sign-in has two cookie values.
+	e.clock.Advance(10 * time.Minute)
+	if resp, body := get(t, a, e.gw.srv.URL+"/p"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("renewing = %d %q; want 200", resp.StatusCode, body)
+	}
+	resp, _ := get(t, a, e.gw.srv.URL+"/oauth2/login?rd=%2Fp")
+	if len(resp.Cookies()) == 0 {
+		t.Fatal("login with a renewed session set no cookie")
+	}
+	renewed := newBrowser(t, false)
+	renewed.Jar.SetCookies(base, sessionCookies(t, a, e.gw.srv.URL))
+	if resp, _ := get(t, stolen, e.gw.srv.URL+"/p"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("copied cookie before sign-out = %d; want 200", resp.StatusCode)
+	}
+
+	get(t, a, e.gw.srv.URL+"/oauth2/logout")
+	for name, c := range map[string]*http.Client{"copy of the first value": stolen, "copy of the renewed value": renewed} {
+		resp, _ := get(t, c, e.gw.srv.URL+"/p")
+		if got := location(t, resp); !strings.Contains(got, "/oauth2/login") {
+			t.Errorf("%s after sign-out redirected to %q; want the login", name, got)
+		}
+	}
+	// Both values of a signed-out session stay refused until they expire.
+	e.clock.Advance(time.Hour)
+	if resp, _ := get(t, stolen, e.gw.srv.URL+"/p"); resp.StatusCode == http.StatusOK {
+		t.Errorf("copied cookie an hour after sign-out = 200; want refused")
+	}
+	if resp, body := get(t, other, e.gw.srv.URL+"/p"); resp.StatusCode != http.StatusOK || !strings.Contains(body, "user=alice") {
+		t.Errorf("another sign-in after the sign-out = %d %q; want 200", resp.StatusCode, body)
+	}
+}

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"crypto/sha256"
 	"net/http"
 	"net/url"
 
@@ -19,6 +20,10 @@ func (a *Authenticator) serveLogout(w http.ResponseWriter, r *http.Request) erro
 		var s session
 		if err := a.codec.decode(sessionCookie, value, &s); err == nil {
 			idToken, user = s.IDToken, s.User
+			a.revoked.add(s.ID)
+			key := sha256.Sum256([]byte(value))
+			a.sessions.Remove(key)
+			a.refreshed.Remove(key)
 		}
 	}
 	clearSession(w, r, a.cookies, nil)

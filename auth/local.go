@@ -47,6 +47,7 @@ func (a *Authenticator) serveLocalToken(w http.ResponseWriter, r *http.Request) 
 		return nil
 	}
 	s := &session{
+		ID:     rand.Text(),
 		User:   a.local.user,
 		Groups: a.local.groups,
 		Method: MethodLocal,

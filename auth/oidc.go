@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/http"
@@ -137,7 +138,7 @@ func (c *oidcClient) sessionFromToken(ctx context.Context, tok *oauth2.Token, no
 	if err != nil {
 		return nil, nil, fmt.Errorf("mapping identity: %w", err)
 	}
-	return &session{User: user, Groups: groups, Method: MethodSession, RefreshToken: tok.RefreshToken, IDToken: raw}, idt, nil
+	return &session{ID: rand.Text(), User: user, Groups: groups, Method: MethodSession, RefreshToken: tok.RefreshToken, IDToken: raw}, idt, nil
 }
 
 // refreshSession renews s with its refresh token. It returns
@@ -173,6 +174,9 @@ func (a *Authenticator) refreshSession(ctx context.Context, s *session) (*sessio
 	}
 	if ns.RefreshToken == "" {
 		ns.RefreshToken = s.RefreshToken // not rotated
+	}
+	if s.ID != "" {
+		ns.ID = s.ID // the same sign-in: signing out revokes both values
 	}
 	ns.Expiry = a.now().Add(a.cfg.Session.TTL)
 	a.logger.Debug("session refreshed", zap.String("user", ns.User))

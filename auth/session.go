@@ -34,6 +34,9 @@ const (
 // Expiry is checked here, not by the browser or securecookie, so that a
 // copied cookie dies with the session.
 type session struct {
+	// ID names the sign-in; a renewed session keeps it, so signing out
+	// revokes every cookie value the sign-in produced (see revocations).
+	ID     string   `json:"id,omitempty"`
 	User   string   `json:"u"`
 	Groups []string `json:"g,omitempty"`
 	Method string   `json:"m"`
