@@ -1,7 +1,7 @@
 """A PySpark driver for the end-to-end suite: fills every UI tab, then waits.
 
 Usage: app.py --name NAME --event-dir DIR [--stop-file PATH] [--long-job]
-              [--light] [--conf key=value ...]
+              [--light] [--master URL] [--conf key=value ...]
 
 It runs local[2] with spark.ui.port=0 and event logging on, runs a shuffle, a
 cached DataFrame, a SQL join and a streaming query (rate -> memory sink), and
@@ -10,7 +10,8 @@ active work). With --light it runs local[1] with a 512 MiB heap and one small
 job only (no cache, SQL or stream), for tests that need many drivers at once
 and only their UIs' access checks. It then stays alive until the stop file exists or SIGTERM /
 SIGINT arrives, and stops the SparkContext cleanly so the event log is
-complete. Extra confs may also come from the env var SPARK_E2E_CONFS, a JSON
+complete. With --master (e.g. yarn, under spark-submit) it runs there
+instead of local[N]. Extra confs may also come from the env var SPARK_E2E_CONFS, a JSON
 object of key -> value.
 """
 
@@ -34,6 +35,8 @@ def parse_args(argv):
     p.add_argument("--long-job", action="store_true")
     p.add_argument("--light", action="store_true",
                    help="local[1], small heap, one small job, no stream")
+    p.add_argument("--master", default="",
+                   help="master to run on (e.g. yarn) instead of local[N]")
     p.add_argument("--batches", type=int, default=3,
                    help="streaming batches to wait for before reporting ready")
     p.add_argument("--conf", action="append", default=[],
@@ -44,7 +47,7 @@ def parse_args(argv):
 def build_session(args):
     b = (SparkSession.builder
          .appName(args.name)
-         .master("local[1]" if args.light else "local[2]")
+         .master(args.master or ("local[1]" if args.light else "local[2]"))
          .config("spark.ui.port", "0")
          .config("spark.eventLog.enabled", "true")
          .config("spark.eventLog.dir", "file:" + os.path.abspath(args.event_dir))
