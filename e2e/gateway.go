@@ -38,6 +38,9 @@ type GatewayOptions struct {
 	HistoryAdminGroups []string
 	// Static is discovery.static: driver UI root URLs.
 	Static []string
+	// YARN is discovery.yarn[].url: ResourceManager web URLs. With no
+	// LogGlobs, the logs source is left out.
+	YARN []string
 	// Auth is the auth section; nil means {mode: local}.
 	Auth map[string]any
 	// Policy is the policy section; nil leaves the defaults.
@@ -93,6 +96,16 @@ func StartGateway(ctx context.Context, bin, dir string, opt GatewayOptions) (*Ga
 	}
 	if len(opt.Static) > 0 {
 		disc["static"] = opt.Static
+	}
+	if len(opt.YARN) > 0 {
+		rms := make([]any, 0, len(opt.YARN))
+		for _, u := range opt.YARN {
+			rms = append(rms, map[string]any{"url": u})
+		}
+		disc["yarn"] = rms
+		if len(opt.LogGlobs) == 0 {
+			delete(disc, "logs")
+		}
 	}
 	auth := opt.Auth
 	if auth == nil {

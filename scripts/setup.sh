@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs everything the end-to-end suite needs: Spark (3.5 and 4.0 from
-# pyspark), Chromium and the OIDC provider. Each step is idempotent.
+# pyspark), Chromium, the OIDC provider and Hadoop's minicluster (YARN).
+# Each step is idempotent.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 "$here/setup-spark.sh"
 "$here/setup-browser.sh"
 "$here/setup-oidc.sh"
+"$here/setup-yarn.sh"

@@ -1,0 +1,259 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// yarnTabs are the pages a crawl of app.py --light --long-job must reach.
+var yarnTabs = []string{"jobs/", "jobs/job/", "stages/", "stages/stage/", "storage/", "environment/", "executors/"}
+
+// TestYARN runs a one-node YARN cluster (MiniYARNCluster) and, per Spark
+// version, submits app.py to it in client mode, finds it through the
+// gateway's YARN source (the ResourceManager's RUNNING apps and their web
+// proxy), crawls it, tries to kill it, stops it and checks the gateway no
+// longer serves it as running.
+func TestYARN(t *testing.T) {
+	s := newSuite(t)
+	s.requireGateway(t)
+	homes := s.sparkHomes(t)
+	if err := YARNInstalled(s.root); err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxFor(t, 10*time.Minute)
+	dir := s.freshDir(t, "yarn")
+	t0 := time.Now()
+	y, err := StartMiniYARN(ctx, s.root, filepath.Join(dir, "cluster"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(y.Stop)
+	t.Logf("MiniYARNCluster up at %s in %v", y.WebURL, time.Since(t0).Round(time.Millisecond))
+
+	gwDir := filepath.Join(dir, "gateway")
+	if err := mkdir(gwDir); err != nil {
+		t.Fatal(err)
+	}
+	gw, err := StartGateway(ctx, s.gwBin, gwDir, GatewayOptions{YARN: []string{y.WebURL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gw.Stop)
+	jar, err := gw.LocalSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := NoRedirectClient(jar)
+	for _, home := range homes {
+		t.Run(home.Version, func(t *testing.T) { s.runYARN(t, home, y, gw, client, dir) })
+	}
+}
+
+func (s *suite) runYARN(t *testing.T, home SparkHome, y *MiniYARN, gw *Gateway, client *http.Client, dir string) {
+	ctx := ctxFor(t, 4*time.Minute)
+	name := "yarn-" + strings.ReplaceAll(home.Version, ".", "_")
+	work := filepath.Join(dir, name)
+	if err := mkdir(work); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	d, err := StartYARNDriver(ctx, s.root, home, y, YARNDriverOptions{Name: name, WorkDir: work, LogPath: filepath.Join(work, "driver.log")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Kill)
+	if !strings.HasPrefix(d.AppID, "application_") {
+		t.Fatalf("app id %q; want a YARN application id", d.AppID)
+	}
+	if err := d.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rmApp, err := y.App(ctx, d.AppID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rmApp.State != "RUNNING" || rmApp.TrackingUI != "ApplicationMaster" {
+		t.Fatalf("ResourceManager has %s as %s with tracking UI %q; want RUNNING, ApplicationMaster", d.AppID, rmApp.State, rmApp.TrackingUI)
+	}
+	t.Logf("%s submitted; RUNNING in the ResourceManager (tracking URL %s) and ready after %v", d.AppID, rmApp.TrackingURL, time.Since(t0).Round(time.Millisecond))
+
+	_, listedAt, err := gw.WaitListed(ctx, client, func(id string) bool { return id == d.AppID })
+	if err != nil {
+		t.Fatalf("%v\n%s", err, gw.Watch.Tail(30))
+	}
+	t.Logf("gateway listed %s %v after submit", d.AppID, listedAt.Sub(t0).Round(time.Millisecond))
+	_ = RecordFigure(s.outDir, "yarn_submit_to_listed_"+home.Version, listedAt.Sub(t0))
+
+	t.Run("listed", func(t *testing.T) { checkYARNListed(ctx, t, gw, client, d, rmApp) })
+	t.Run("crawl", func(t *testing.T) { s.checkYARNCrawl(t, gw, client, d, y) })
+	t.Run("kill", func(t *testing.T) { checkYARNKill(ctx, t, gw, client, d, y) })
+	t.Run("stopped", func(t *testing.T) { checkYARNStopped(ctx, t, gw, client, d, y) })
+}
+
+// checkYARNListed wants the app in the gateway's list, running, owned by
+// the user the ResourceManager names, from the yarn source.
+func checkYARNListed(ctx context.Context, t *testing.T, gw *Gateway, client *http.Client, d *Driver, rmApp YARNApp) {
+	apps, err := gw.Apps(ctx, client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found *GatewayApp
+	for i := range apps {
+		if apps[i].ID == d.AppID {
+			found = &apps[i]
+		}
+	}
+	if found == nil {
+		t.Fatalf("gateway list %v has no %s", apps, d.AppID)
+	}
+	if found.Name != d.Opts.Name {
+		t.Errorf("listed name = %q; want %q", found.Name, d.Opts.Name)
+	}
+	if len(found.Attempts) == 0 || found.Attempts[0].Completed {
+		t.Errorf("listed attempts = %+v; want one running (not completed)", found.Attempts)
+	} else {
+		me, err := user.Current()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u := found.Attempts[0].SparkUser; u != rmApp.User || u != me.Username {
+			t.Errorf("listed owner = %q; want %q (ResourceManager) = %q (this user)", u, rmApp.User, me.Username)
+		}
+	}
+	re := regexp.MustCompile(`driver found.*` + regexp.QuoteMeta(d.AppID) + `.*yarn:`)
+	if _, _, ok := gw.Watch.Find(re); !ok {
+		t.Errorf("gateway log has no line finding %s from a yarn source:\n%s", d.AppID, gw.Watch.Tail(20))
+	}
+}
+
+// checkYARNCrawl crawls /app/<id>/ through the gateway, which serves a
+// YARN app under /proxy/<id>/ (its links carry that prefix).
+func (s *suite) checkYARNCrawl(t *testing.T, gw *Gateway, c *http.Client, d *Driver, y *MiniYARN) {
+	ctx := ctxFor(t, 3*time.Minute)
+	t0 := time.Now()
+	rep, err := Crawl(ctx, c, gw.URL+"/app/"+d.AppID+"/", CrawlOptions{
+		MaxPages: 300,
+		Scope:    []string{"/app/" + d.AppID + "/", "/proxy/" + d.AppID + "/"},
+		Skip:     skipLogout,
+		Needles:  append(d.HostPorts(), y.HostPorts()...),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logCrawl(t, "yarn gateway crawl", rep)
+	t.Logf("yarn gateway crawl took %v", time.Since(t0).Round(time.Millisecond))
+	_ = RecordFigure(s.outDir, "yarn_gateway_crawl_"+d.AppID, fmt.Sprintf("%v pages=%d", time.Since(t0).Round(time.Millisecond), rep.Pages))
+	checkTabs(t, rep, yarnTabs, "/proxy/"+d.AppID+"/")
+	requireCleanCrawl(t, rep, 15)
+}
+
+// checkYARNKill sends kill requests for the running job and stage through
+// the gateway, under both of the app's prefixes: all refused, and the job
+// still running in the driver afterwards.
+func checkYARNKill(ctx context.Context, t *testing.T, gw *Gateway, c *http.Client, d *Driver, y *MiniYARN) {
+	jobID, stageID, err := LongJob(ctx, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []struct{ method, path string }{
+		{http.MethodGet, fmt.Sprintf("/app/%s/jobs/job/kill/?id=%d", d.AppID, jobID)},
+		{http.MethodGet, fmt.Sprintf("/proxy/%s/stages/stage/kill/?id=%d", d.AppID, stageID)},
+		{http.MethodPost, fmt.Sprintf("/proxy/%s/jobs/job/kill/?id=%d", d.AppID, jobID)},
+		{http.MethodGet, fmt.Sprintf("/proxy/%s/stages/stage/kill/?id=%d&terminate=true", d.AppID, stageID)},
+	} {
+		code, err := gatewayStatus(ctx, c, k.method, gw.URL+k.path)
+		if err != nil {
+			t.Errorf("%s %s: %v", k.method, k.path, err)
+			continue
+		}
+		if code != http.StatusForbidden {
+			t.Errorf("%s %s = %d; want 403", k.method, k.path, code)
+		}
+	}
+	// The same kill straight through the ResourceManager's proxy would
+	// work; through the gateway nothing reached the driver.
+	jobs, _, err := DriverJobs(ctx, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs {
+		if j.JobID == jobID && j.Status != "RUNNING" {
+			t.Errorf("job %d is %s after refused kills; want RUNNING", jobID, j.Status)
+		}
+	}
+}
+
+// checkYARNStopped stops the app and waits until the ResourceManager has it
+// FINISHED and the gateway no longer proxies it: with no History Server,
+// /app/<id>/ then answers the "Application finished" page (503) and the list
+// shows the attempt completed.
+func checkYARNStopped(ctx context.Context, t *testing.T, gw *Gateway, c *http.Client, d *Driver, y *MiniYARN) {
+	t0 := time.Now()
+	if err := d.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		a, err := y.App(ctx, d.AppID)
+		if err == nil && a.State == "FINISHED" {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("ResourceManager never had %s FINISHED (last %+v, %v)", d.AppID, a, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	var code int
+	var err error
+	for {
+		code, err = gatewayStatus(ctx, c, http.MethodGet, gw.URL+"/app/"+d.AppID+"/jobs/")
+		if err == nil && code == http.StatusServiceUnavailable {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("GET /app/%s/jobs/ after the app finished = %d (%v); want 503\n%s", d.AppID, code, err, gw.Watch.Tail(30))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("gateway answers 503 for %s %v after stop was asked", d.AppID, time.Since(t0).Round(time.Millisecond))
+	code, err = gatewayStatus(ctx, c, http.MethodGet, gw.URL+"/proxy/"+d.AppID+"/jobs/")
+	if err != nil || code != http.StatusServiceUnavailable {
+		t.Errorf("GET /proxy/%s/jobs/ after the app finished = %d (%v); want 503", d.AppID, code, err)
+	}
+	apps, err := gw.Apps(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range apps {
+		if a.ID == d.AppID && (len(a.Attempts) == 0 || !a.Attempts[0].Completed) {
+			t.Errorf("gateway lists %s as %+v after it finished; want its attempt completed", d.AppID, a.Attempts)
+		}
+	}
+}
+
+// gatewayStatus sends one request without following redirects and returns
+// the status code.
+func gatewayStatus(ctx context.Context, c *http.Client, method, u string) (int, error) {
+	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, method, u, nil)
+	if err != nil {
+		return 0, fmt.Errorf("building request: %w", err)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("%s %s: %w", method, u, err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, nil
+}
