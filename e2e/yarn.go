@@ -59,7 +59,7 @@ func StartMiniYARN(ctx context.Context, root, dir string) (*MiniYARN, error) {
 			return nil, fmt.Errorf("creating %s: %w", d, err)
 		}
 	}
-	ports := make([]string, 8) // RM: client, scheduler, tracker, admin, web; NM: rpc, localizer, web
+	ports := make([]string, 5) // the RM's client, scheduler, tracker, admin and web ports
 	for i := range ports {
 		p, err := FreePort()
 		if err != nil {

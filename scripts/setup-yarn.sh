@@ -23,7 +23,12 @@ fi
 echo "yarn: copying Hadoop's minicluster into .cache/yarn"
 rm -rf "$dst/lib" "$dst/classes"
 mkdir -p "$dst/lib" "$dst/classes"
-mvn -q -B -Dstyle.color=never -f "$src/pom.xml" dependency:copy-dependencies \
-  -DincludeScope=runtime -DoutputDirectory="$dst/lib"
+log="$dst/mvn.log"
+if ! mvn -q -B -f "$src/pom.xml" dependency:copy-dependencies \
+  -DincludeScope=runtime -DoutputDirectory="$dst/lib" >"$log" 2>&1; then
+  cat "$log" >&2
+  echo "yarn: mvn failed" >&2
+  exit 1
+fi
 javac -cp "$dst/lib/*" -d "$dst/classes" "$src/MiniYarn.java"
 echo "$want" >"$stamp"

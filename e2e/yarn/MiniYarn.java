@@ -4,8 +4,9 @@
 //
 // Usage: java -cp <hadoop jars>:<dir> MiniYarn CONF_DIR WORK_DIR PORTS
 //
-// PORTS is eight comma-separated free ports: RM client, scheduler,
-// resource tracker, admin, web; NM, localizer, web. Once the cluster is up
+// PORTS is five comma-separated free ports for the ResourceManager: client,
+// scheduler, resource tracker, admin, web. (MiniYARNCluster gives its
+// NodeManager ephemeral ports on localhost of its own.) Once the cluster is up
 // it writes yarn-site.xml and core-site.xml into CONF_DIR (so HADOOP_CONF_DIR
 // can point there) and prints one line
 //
@@ -35,8 +36,8 @@ public final class MiniYarn {
     File confDir = new File(args[0]);
     File workDir = new File(args[1]);
     String[] p = args[2].split(",");
-    if (p.length != 8) {
-      System.err.println("PORTS must be eight comma-separated ports");
+    if (p.length != 5) {
+      System.err.println("PORTS must be five comma-separated ports");
       System.exit(2);
     }
     if (!confDir.isDirectory() && !confDir.mkdirs()) {
@@ -58,9 +59,6 @@ public final class MiniYarn {
     conf.set(YarnConfiguration.RM_RESOURCE_TRACKER_ADDRESS, host + ":" + p[2]);
     conf.set(YarnConfiguration.RM_ADMIN_ADDRESS, host + ":" + p[3]);
     conf.set(YarnConfiguration.RM_WEBAPP_ADDRESS, host + ":" + p[4]);
-    conf.set(YarnConfiguration.NM_ADDRESS, host + ":" + p[5]);
-    conf.set(YarnConfiguration.NM_LOCALIZER_ADDRESS, host + ":" + p[6]);
-    conf.set(YarnConfiguration.NM_WEBAPP_ADDRESS, host + ":" + p[7]);
     // Small and lenient: no memory checks, any disk fill level.
     conf.setBoolean(YarnConfiguration.NM_VMEM_CHECK_ENABLED, false);
     conf.setBoolean(YarnConfiguration.NM_PMEM_CHECK_ENABLED, false);
