@@ -75,7 +75,7 @@ public final class MiniYarn {
     // Containers run the machine's Java, whatever the caller's environment.
     conf.set(YarnConfiguration.NM_ADMIN_USER_ENV,
         "MALLOC_ARENA_MAX=$MALLOC_ARENA_MAX,JAVA_HOME=" + System.getProperty("java.home"));
-    // Finished apps' containers go at once.
+    // Finished apps' local files go at once.
     conf.setInt(YarnConfiguration.DEBUG_NM_DELETE_DELAY_SEC, 0);
 
     // MiniYARNCluster keeps its directories under target/<name> of the
