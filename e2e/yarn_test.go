@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os/user"
 	"path/filepath"
 	"regexp"
@@ -226,14 +227,17 @@ func checkYARNStopped(ctx context.Context, t *testing.T, gw *Gateway, c *http.Cl
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	// Until its next check the gateway may still proxy the app to the RM's
-	// web proxy, which now answers for a finished app itself: logged, not
-	// asserted (it depends on when the check falls).
-	if code, loc, err := firstAnswer(ctx, c, gw.URL+"/proxy/"+d.AppID+"/jobs/"); err == nil {
-		t.Logf("right after FINISHED: GET /proxy/%s/jobs/ = %d Location %q", d.AppID, code, loc)
+	// Until discovery has seen the app end, the gateway may still proxy it
+	// to the RM's web proxy, which now redirects a finished app to the RM's
+	// own pages: that redirect must not reach the browser.
+	code, loc, err := firstAnswer(ctx, c, gw.URL+"/proxy/"+d.AppID+"/jobs/")
+	if err != nil {
+		t.Fatal(err)
 	}
-	var code int
-	var err error
+	t.Logf("right after FINISHED: GET /proxy/%s/jobs/ = %d Location %q", d.AppID, code, loc)
+	if u, perr := url.Parse(loc); perr != nil || u.Host != "" {
+		t.Errorf("right after FINISHED: GET /proxy/%s/jobs/ = %d Location %q; want no redirect out of the gateway", d.AppID, code, loc)
+	}
 	for {
 		code, err = gatewayStatus(ctx, c, http.MethodGet, gw.URL+"/app/"+d.AppID+"/jobs/")
 		if err == nil && code == http.StatusServiceUnavailable {

@@ -125,6 +125,10 @@ func newBackend(t testing.TB) *backend {
 			http.SetCookie(w, &http.Cookie{Name: "_sparkgate_session", Value: "planted", Path: "/"})
 			http.SetCookie(w, &http.Cookie{Name: "JSESSIONID", Value: "x", Path: "/"})
 			_, _ = io.WriteString(w, "cookies")
+		case strings.HasSuffix(p, "/away/"):
+			// A YARN ResourceManager's proxy once the app has finished.
+			w.Header().Set("Location", "http://rm.internal:8088/cluster/app/application_1700000000000_0001")
+			w.WriteHeader(http.StatusFound)
 		case p == "/slow":
 			<-r.Context().Done()
 		case p == "/api/v1/applications":

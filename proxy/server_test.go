@@ -115,6 +115,34 @@ func TestDeadDriver502(t *testing.T) {
 	}
 }
 
+// TestRedirectAwayFromLiveApp: a live app's upstream that sends the
+// browser to another server (a YARN ResourceManager's proxy once the app
+// has finished) gets a self-reloading 503, never that server's address,
+// and discovery is asked to look at the app again. A History Server's
+// redirects are passed on as before.
+func TestRedirectAwayFromLiveApp(t *testing.T) {
+	h := newHarness(t, nil)
+	for _, path := range []string{"/proxy/" + appYarn + "/away/", "/app/" + appLive + "/away/"} {
+		resp, body := h.do(t, "GET", path, "alice", nil)
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Location") != "" {
+			t.Errorf("GET %s = %d Location %q; want 503 without a Location", path, resp.StatusCode, resp.Header.Get("Location"))
+		}
+		if strings.Contains(body, "rm.internal") || !strings.Contains(body, "may have finished") || !strings.Contains(body, `http-equiv="refresh"`) {
+			t.Errorf("GET %s page = %q; want a self-reloading 'may have finished' page that does not name the server", path, body)
+		}
+		select {
+		case <-h.suspects:
+		default:
+			t.Errorf("GET %s: Suspect was not called", path)
+		}
+	}
+	// The same driver's own redirect is still rewritten and passed on.
+	resp, _ := h.do(t, "GET", "/app/"+appLive+"/", "alice", nil)
+	if got := resp.Header.Get("Location"); resp.StatusCode != http.StatusFound || got != "/app/"+appLive+"/jobs/" {
+		t.Errorf("GET /app/%s/ = %d %q; want 302 to /app/%s/jobs/", appLive, resp.StatusCode, got, appLive)
+	}
+}
+
 func TestSlowDriver502(t *testing.T) {
 	h := newHarness(t, nil) // ResponseHeaderTimeout 500ms
 	resp, body := h.do(t, "GET", "/app/"+appLive+"/slow", "alice", nil)

@@ -223,6 +223,24 @@ func (d decodedBody) Close() error {
 // it is safer than passing kill links through.
 var errEncodedHTML = errors.New("upstream sent HTML with a content encoding the gateway did not ask for")
 
+// errRedirectAway is returned for a live app's redirect to another server.
+// Spark's own redirects stay on the driver; what sends a browser elsewhere
+// is something in front of it, such as a YARN ResourceManager's web proxy
+// once the app has finished (to its app page, or the History Server it
+// knows). Passing that on would send users past the gateway to an
+// internal host.
+var errRedirectAway = errors.New("upstream redirected outside itself")
+
+func isRedirect(status int) bool { return status >= 300 && status < 400 && status != http.StatusNotModified }
+
+// leavesUpstream reports whether a Location, already rewritten by
+// RewriteLocation, still names a server: every Location of the upstream
+// itself has become a gateway path by then.
+func leavesUpstream(loc string) bool {
+	u, err := url.Parse(loc)
+	return err == nil && u.Host != ""
+}
+
 func (s *Server) modifyResponse(resp *http.Response) error {
 	st := stateFrom(resp.Request.Context())
 	h := resp.Header
@@ -237,6 +255,9 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 	}
 	if v := h.Get("Refresh"); v != "" {
 		h.Set("Refresh", rewriteRefresh(v, st.upstream.base, st.prefix))
+	}
+	if st.suspectID != "" && isRedirect(resp.StatusCode) && leavesUpstream(h.Get("Location")) {
+		return errRedirectAway
 	}
 	if !isHTML(h.Get("Content-Type")) || resp.Request.Method == http.MethodHead ||
 		resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
@@ -333,6 +354,13 @@ func (s *Server) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	he := &httpError{Status: http.StatusBadGateway, AppID: st.route.AppID, Title: "Upstream did not answer", Cause: err}
 	var ne net.Error
 	switch {
+	case errors.Is(err, errRedirectAway):
+		// Usually the app has just finished: reload until discovery has
+		// seen it end and the bookmark leads to the History Server.
+		he.Status = http.StatusServiceUnavailable
+		he.Title = "Application may have finished"
+		he.Msg = fmt.Sprintf("%s of %s sent the browser to a server outside the gateway, as a YARN ResourceManager does once an application has finished; this page reloads itself", st.upstream.label, appLabel(st))
+		he.RetryAfter = 5
 	case errors.Is(err, errEncodedHTML):
 		he.Title = "Unsafe upstream answer"
 		he.Msg = fmt.Sprintf("%s sent a page sparkgate cannot check for kill controls", st.upstream.label)
