@@ -51,16 +51,7 @@ func (s *suite) timeRoutable(t *testing.T, home SparkHome) {
 			t.Fatal(err)
 		}
 	}
-	gw, err := StartGateway(ctx, s.gwBin, gdir, GatewayOptions{LogGlobs: []string{filepath.Join(logs, "*.log")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(gw.Stop)
-	jar, err := gw.LocalSession(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gwClient := NoRedirectClient(jar)
+	gw, gwClient := s.localGateway(ctx, t, gdir, GatewayOptions{LogGlobs: []string{filepath.Join(logs, "*.log")}})
 
 	// (c) from before the driver starts: the gateway knows no other app.
 	routedCh := make(chan stamp, 1)
@@ -277,19 +268,10 @@ func (s *suite) checkStandalone(t *testing.T, home SparkHome) {
 	if err := mkdir(gdir); err != nil {
 		t.Fatal(err)
 	}
-	gw, err := StartGateway(ctx, s.gwBin, gdir, GatewayOptions{Discovery: map[string]any{
+	gw, c := s.localGateway(ctx, t, gdir, GatewayOptions{Discovery: map[string]any{
 		"interval":   "1s",
 		"standalone": []any{map[string]any{"url": sa.WebURL}},
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(gw.Stop)
-	jar, err := gw.LocalSession(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := NoRedirectClient(jar)
 
 	name := "standalone-" + strings.ReplaceAll(home.Version, ".", "_")
 	d, err := StartSmallDriver(ctx, s.root, home, SmallOptions{
@@ -385,19 +367,10 @@ func (s *suite) checkProbeAndNoConfig(t *testing.T, home SparkHome) {
 		t.Skip(err)
 	}
 
-	pgw, err := StartGateway(ctx, s.gwBin, filepath.Join(dir, "probe-gateway"), GatewayOptions{Discovery: map[string]any{
+	pgw, pc := s.localGateway(ctx, t, filepath.Join(dir, "probe-gateway"), GatewayOptions{Discovery: map[string]any{
 		"interval": "1s",
 		"probe":    []any{map[string]any{"hosts": []string{"127.0.0.1"}, "ports": "4040-4056"}},
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pgw.Stop)
-	pjar, err := pgw.LocalSession(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pc := NoRedirectClient(pjar)
 
 	ngw, err := startNoConfigGateway(ctx, s.gwBin, filepath.Join(dir, "noconfig"), sparkLogs)
 	if err != nil {

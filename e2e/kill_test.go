@@ -83,19 +83,9 @@ func (s *suite) runKill(t *testing.T, home SparkHome, battery *strings.Builder) 
 	t.Logf("history server up in %v", time.Since(t0).Round(time.Millisecond))
 
 	logGlob := filepath.Join(dir, "driver-logs", "*.log")
-	gw, err := StartGateway(ctx, s.gwBin, filepath.Join(dir, "gateway"), GatewayOptions{
+	e.gw, e.client = s.localGateway(ctx, t, filepath.Join(dir, "gateway"), GatewayOptions{
 		LogGlobs: []string{logGlob}, HistoryURL: hs.URL, HistoryACLs: true,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(gw.Stop)
-	e.gw = gw
-	jar, err := gw.LocalSession(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.client = NoRedirectClient(jar)
 
 	// The driver writes its event log where the History Server does not
 	// look; fallback moves it over after the driver has stopped, as an
@@ -123,7 +113,7 @@ func (s *suite) runKill(t *testing.T, home SparkHome, battery *strings.Builder) 
 		t.Fatal(err)
 	}
 	t.Logf("driver %s ready after %v; long job %d, stage %d", d.AppID, time.Since(t1).Round(time.Millisecond), e.jobID, e.stageID)
-	if _, _, err := gw.WaitListed(ctx, e.client, func(id string) bool { return id == d.AppID }); err != nil {
+	if _, _, err := e.gw.WaitListed(ctx, e.client, func(id string) bool { return id == d.AppID }); err != nil {
 		t.Fatal(err)
 	}
 

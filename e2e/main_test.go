@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -91,6 +92,23 @@ func (s *suite) versionDir(t *testing.T, version string) (dir, events, logs stri
 }
 
 // freshDir returns an empty e2e/out/<name>.
+// localGateway starts a gateway in local auth mode in dir, stopped when t
+// ends, and returns it with a signed-in client that does not follow
+// redirects.
+func (s *suite) localGateway(ctx context.Context, t *testing.T, dir string, opt GatewayOptions) (*Gateway, *http.Client) {
+	t.Helper()
+	gw, err := StartGateway(ctx, s.gwBin, dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gw.Stop)
+	jar, err := gw.LocalSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gw, NoRedirectClient(jar)
+}
+
 func (s *suite) freshDir(t *testing.T, name string) string {
 	t.Helper()
 	dir := filepath.Join(s.outDir, name)

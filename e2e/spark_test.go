@@ -44,19 +44,10 @@ func (s *suite) runVersion(t *testing.T, home SparkHome) {
 		if err := mkdir(gdir); err != nil {
 			t.Fatal(err)
 		}
-		gw, err = StartGateway(ctx, s.gwBin, gdir, GatewayOptions{
+		gw, gwClient = s.localGateway(ctx, t, gdir, GatewayOptions{
 			LogGlobs:   []string{filepath.Join(logs, "*.log")},
 			HistoryURL: hs.URL,
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(gw.Stop)
-		jar, err := gw.LocalSession(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		gwClient = NoRedirectClient(jar)
 	}
 
 	// Time discovery from the SparkUI log line to the gateway's app list:

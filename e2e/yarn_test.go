@@ -45,16 +45,7 @@ func TestYARN(t *testing.T) {
 	if err := mkdir(gwDir); err != nil {
 		t.Fatal(err)
 	}
-	gw, err := StartGateway(ctx, s.gwBin, gwDir, GatewayOptions{YARN: []string{y.WebURL}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(gw.Stop)
-	jar, err := gw.LocalSession(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := NoRedirectClient(jar)
+	gw, client := s.localGateway(ctx, t, gwDir, GatewayOptions{YARN: []string{y.WebURL}})
 	for _, home := range homes {
 		t.Run(home.Version, func(t *testing.T) { s.runYARN(t, home, y, gw, client, dir) })
 	}
@@ -93,7 +84,6 @@ func (s *suite) runYARN(t *testing.T, home SparkHome, y *MiniYARN, gw *Gateway, 
 		t.Fatalf("ResourceManager has %s as %s with tracking UI %q; want RUNNING, ApplicationMaster", d.AppID, rmApp.State, rmApp.TrackingUI)
 	}
 	t.Logf("%s submitted; RUNNING in the ResourceManager (tracking URL %s) and ready after %v", d.AppID, rmApp.TrackingURL, time.Since(t0).Round(time.Millisecond))
-
 
 	t.Run("listed", func(t *testing.T) { checkYARNListed(ctx, t, gw, client, d, rmApp) })
 	t.Run("crawl", func(t *testing.T) { s.checkYARNCrawl(t, gw, client, d, y) })
