@@ -102,7 +102,9 @@ func (w *discardWriter) Write(p []byte) (int, error) {
 func zapNop() *zap.Logger { return zap.NewNop() }
 
 // BenchmarkServeAppHTML is the whole request path for a real Spark page
-// (the 3.5.9 jobs page, kill links included): proxying plus stripping.
+// (the 3.5.9 jobs page, kill links included): proxying plus stripping,
+// then answering plain or compressed, as the client accepts (proxy.compress
+// on, the default).
 func BenchmarkServeAppHTML(b *testing.B) {
 	page, err := os.ReadFile("testdata/spark-3.5.9-jobs.html")
 	if err != nil {
@@ -117,23 +119,37 @@ func BenchmarkServeAppHTML(b *testing.B) {
 	u, _ := url.Parse(drv.URL)
 	h.reg.Store(discovery.NewSnapshot([]*discovery.App{{ID: appLive, Name: "etl", User: "alice",
 		State: discovery.Running, UIURL: u, Source: "static"}}))
-	req, err := http.NewRequest("GET", h.gw.URL+"/app/"+appLive+"/jobs/", nil)
+	c, err := Compress(h.srv)
 	if err != nil {
 		b.Fatal(err)
 	}
-	req.AddCookie(&http.Cookie{Name: sessionName, Value: "alice"})
-	b.SetBytes(int64(len(page)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		resp, err := h.client.Do(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			b.Fatalf("status %d", resp.StatusCode)
-		}
+	gw := httptest.NewServer(Middleware(c, zap.NewNop()))
+	b.Cleanup(gw.Close)
+	for _, enc := range []string{"identity", "gzip", "zstd"} {
+		b.Run(enc, func(b *testing.B) {
+			req, err := http.NewRequest("GET", gw.URL+"/app/"+appLive+"/jobs/", nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			req.AddCookie(&http.Cookie{Name: sessionName, Value: "alice"})
+			req.Header.Set("Accept-Encoding", enc)
+			var sent int64
+			b.SetBytes(int64(len(page)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				resp, err := h.client.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n, _ := io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					b.Fatalf("status %d", resp.StatusCode)
+				}
+				sent = n
+			}
+			b.ReportMetric(float64(sent), "sent-B/op")
+		})
 	}
 }

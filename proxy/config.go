@@ -31,6 +31,10 @@ type Config struct {
 	// AllowThreadDump lets executor and task thread dumps through. Default
 	// true, as Spark's spark.ui.threadDumpsEnabled.
 	AllowThreadDump bool `yaml:"allow_thread_dump"`
+	// Compress compresses answers for clients that accept zstd or gzip, as
+	// Spark's own UI does. Default true; turn it off where a load balancer
+	// in front compresses already.
+	Compress bool `yaml:"compress"`
 	// DialTimeout bounds connecting to a driver or History Server. Default
 	// 5s: upstreams are on the same network, and a driver that has exited
 	// must fall back to history quickly rather than hold the user's page.
@@ -48,13 +52,14 @@ type Config struct {
 
 // DefaultConfig returns the configuration with every default applied.
 func DefaultConfig() Config {
-	c := Config{AllowThreadDump: true}
+	c := Config{AllowThreadDump: true, Compress: true}
 	c.SetDefaults()
 	return c
 }
 
-// SetDefaults fills zero fields. AllowThreadDump's default (true) cannot be
-// told from false here: decode YAML over DefaultConfig to keep it.
+// SetDefaults fills zero fields. The defaults of AllowThreadDump and
+// Compress (true) cannot be told from false here: decode YAML over
+// DefaultConfig to keep them.
 func (c *Config) SetDefaults() {
 	if c.Kill == "" {
 		c.Kill = KillDeny

@@ -18,7 +18,7 @@ func TestConfigYAMLDefaults(t *testing.T) {
 	}
 	c := doc.Proxy
 	c.SetDefaults()
-	want := Config{Kill: KillModifyACL, AllowThreadDump: true, DialTimeout: 2 * time.Second, ResponseHeaderTimeout: 60 * time.Second, IdleConnTimeout: 5 * time.Second}
+	want := Config{Kill: KillModifyACL, AllowThreadDump: true, Compress: true, DialTimeout: 2 * time.Second, ResponseHeaderTimeout: 60 * time.Second, IdleConnTimeout: 5 * time.Second}
 	if c != want {
 		t.Errorf("decoded config = %+v; want %+v", c, want)
 	}

@@ -129,6 +129,10 @@ func newBackend(t testing.TB) *backend {
 			// A YARN ResourceManager's proxy once the app has finished.
 			w.Header().Set("Location", "http://rm.internal:8088/cluster/app/application_1700000000000_0001")
 			w.WriteHeader(http.StatusFound)
+		case p == "/big/":
+			// A jobs page with many jobs: worth compressing.
+			w.Header().Set("Content-Type", "text/html;charset=utf-8")
+			_, _ = io.WriteString(w, strings.Repeat(jobsPage, 40))
 		case p == "/slow":
 			<-r.Context().Done()
 		case p == "/api/v1/applications":

@@ -75,6 +75,11 @@ func run(ctx context.Context, cfg Config) error {
 	// rewriting them.
 	authHandler := authn.Handler()
 	app := authn.Middleware(srv)
+	if cfg.Proxy.Compress {
+		if app, err = proxy.Compress(app); err != nil {
+			return err
+		}
+	}
 	mux := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/oauth2/") {
 			authHandler.ServeHTTP(w, r)
