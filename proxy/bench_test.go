@@ -42,7 +42,7 @@ func BenchmarkServeApp(b *testing.B) {
 // backend call included but no client-side HTTP.
 func BenchmarkServeAppHandler(b *testing.B) {
 	h := newHarness(b, nil)
-	handler := Middleware(h.srv, zapNop())
+	handler := Middleware(h.srv, zapNop(), nil)
 	req, _ := http.NewRequest("GET", "http://gw.test/app/"+appLive+"/environment/?x=1", nil)
 	req.AddCookie(&http.Cookie{Name: sessionName, Value: "alice"})
 	b.ReportAllocs()
@@ -62,7 +62,7 @@ func BenchmarkServeAppHandler(b *testing.B) {
 func BenchmarkServeAppParallel(b *testing.B) {
 	h := newHarness(b, nil)
 	dials := countDials(h.srv)
-	handler := Middleware(h.srv, zapNop())
+	handler := Middleware(h.srv, zapNop(), nil)
 	b.ReportAllocs()
 	b.SetParallelism(32) // 64 goroutines on 2 cores
 	b.ResetTimer()
@@ -123,7 +123,7 @@ func BenchmarkServeAppHTML(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	gw := httptest.NewServer(Middleware(c, zap.NewNop()))
+	gw := httptest.NewServer(Middleware(c, zap.NewNop(), nil))
 	b.Cleanup(gw.Close)
 	for _, enc := range []string{"identity", "gzip", "zstd"} {
 		b.Run(enc, func(b *testing.B) {

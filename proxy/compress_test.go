@@ -26,7 +26,7 @@ func newCompressGW(t *testing.T) *compressGW {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &compressGW{h: h, srv: httptest.NewServer(Middleware(c, zap.NewNop()))}
+	g := &compressGW{h: h, srv: httptest.NewServer(Middleware(c, zap.NewNop(), nil))}
 	t.Cleanup(g.srv.Close)
 	return g
 }

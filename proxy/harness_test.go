@@ -230,7 +230,7 @@ func newHarness(t testing.TB, mod func(*Options)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.gw = httptest.NewServer(Middleware(h.srv, o.Logger))
+	h.gw = httptest.NewServer(Middleware(h.srv, o.Logger, nil))
 	t.Cleanup(h.gw.Close)
 	h.client = &http.Client{
 		Timeout:       20 * time.Second, // a hang fails the test instead of the suite

@@ -23,7 +23,10 @@ type reqState struct {
 	user      string
 
 	route Route
-	ident Identity
+	// routed says Server parsed route (sign-in and health requests are
+	// answered without).
+	routed bool
+	ident  Identity
 	// json says the client wants JSON errors (REST paths, Accept header).
 	json bool
 
@@ -51,8 +54,8 @@ func stateFrom(ctx context.Context) *reqState {
 // gives each request an id (X-Request-Id; a client's value is kept only if
 // it is a short token of safe characters, so it cannot forge log lines),
 // writes one access-log line per request and turns a panic into a 500
-// instead of a dropped connection.
-func Middleware(next http.Handler, logger *zap.Logger) http.Handler {
+// instead of a dropped connection. m, when not nil, counts each request.
+func Middleware(next http.Handler, logger *zap.Logger, m *Metrics) http.Handler {
 	var seq atomic.Uint64
 	// A random per-process prefix plus a counter is unique across replicas
 	// and restarts without reading crypto/rand on every request.
@@ -97,6 +100,7 @@ func Middleware(next http.Handler, logger *zap.Logger) http.Handler {
 			if st.clientGone {
 				status = statusClientClosed
 			}
+			m.observeRequest(routeLabel(st, r.URL.Path), status, time.Since(start))
 			if ce := logger.Check(zap.InfoLevel, "request"); ce != nil {
 				ce.Write(
 					zap.String("request_id", id),

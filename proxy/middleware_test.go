@@ -20,7 +20,7 @@ func TestMiddlewareRequestIDAndAccessLog(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusTeapot)
 		_, _ = w.Write([]byte("12345"))
-	}), zap.New(core))
+	}), zap.New(core), nil)
 
 	tests := []struct {
 		name, sent string
@@ -64,7 +64,7 @@ func TestMiddlewareRequestIDAndAccessLog(t *testing.T) {
 
 func TestMiddlewareRecoversPanic(t *testing.T) {
 	core, logs := observer.New(zap.InfoLevel)
-	h := Middleware(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }), zap.New(core))
+	h := Middleware(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }), zap.New(core), nil)
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
 	if w.Code != http.StatusInternalServerError {
@@ -78,6 +78,6 @@ func TestMiddlewareRecoversPanic(t *testing.T) {
 			t.Errorf("ErrAbortHandler recovered as %v; want it re-panicked", p)
 		}
 	}()
-	Middleware(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic(http.ErrAbortHandler) }), zap.NewNop()).
+	Middleware(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic(http.ErrAbortHandler) }), zap.NewNop(), nil).
 		ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
 }

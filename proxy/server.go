@@ -53,6 +53,9 @@ type Options struct {
 	Logger        *zap.Logger
 	// Audit gets one line per authorization decision.
 	Audit *zap.Logger
+	// Metrics, when not nil, counts decisions, kill-guard refusals and
+	// upstream failures (requests themselves are counted by Middleware).
+	Metrics *Metrics
 }
 
 // Server is the gateway's handler for every path except /oauth2/. It is
@@ -72,6 +75,7 @@ type Server struct {
 	secure    bool // mark the gateway's cookies Secure
 	log       *zap.Logger
 	audit     *zap.Logger
+	metrics   *Metrics
 	pages     *pages
 	static    http.Handler
 	upstreams *upstreams
@@ -125,6 +129,7 @@ func New(o Options) (*Server, error) {
 		secure:  o.SecureCookies,
 		log:     o.Logger,
 		audit:   o.Audit,
+		metrics: o.Metrics,
 		pages:   pg,
 		static:  staticHandler(),
 		now:     time.Now,
@@ -175,7 +180,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, st *reqState) err
 	if err != nil {
 		return err
 	}
-	st.route = route
+	st.route, st.routed = route, true
 	st.appID = route.AppID
 	switch route.Kind {
 	case KindNotFound, KindGateway, KindAuth:
@@ -220,6 +225,7 @@ func (s *Server) guardRequest(w http.ResponseWriter, r *http.Request, st *reqSta
 	if isKill && s.cfg.Kill == KillModifyACL && (st.route.Kind == KindApp || st.route.Kind == KindProxy) {
 		return true, s.serveKillConfirm(w, r, st, kind)
 	}
+	s.metrics.observeKillRefused(reason)
 	if reason == ReasonMethod {
 		return true, &httpError{Status: http.StatusMethodNotAllowed, Msg: "only GET and HEAD go through sparkgate", Allow: "GET, HEAD", AppID: st.route.AppID}
 	}
@@ -235,6 +241,7 @@ func (s *Server) guardRequest(w http.ResponseWriter, r *http.Request, st *reqSta
 func (s *Server) authorize(st *reqState, app *discovery.App, hist *discovery.HistoryRef, action Action) error {
 	v := s.authz.Authorize(st.ident, app, hist, action)
 	s.auditDecision(st, app, hist, action, v, "request")
+	s.metrics.observeDecision(action, v.Allow)
 	if v.Allow {
 		return nil
 	}

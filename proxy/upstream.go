@@ -343,6 +343,7 @@ func (s *Server) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 		w.WriteHeader(statusClientClosed)
 		return
 	}
+	s.metrics.observeUpstreamError(err)
 	he := &httpError{Status: http.StatusBadGateway, AppID: st.route.AppID, Title: "Upstream did not answer", Cause: err}
 	var ne net.Error
 	switch {

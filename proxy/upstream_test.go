@@ -78,7 +78,7 @@ func TestUpstreamNoRedial(t *testing.T) {
 	h.reg.Store(discovery.NewSnapshot([]*discovery.App{{ID: appLive, Name: "etl", User: "alice",
 		State: discovery.Running, UIURL: u, Source: "static"}}))
 	dials := countDials(h.srv)
-	handler := Middleware(h.srv, zap.NewNop())
+	handler := Middleware(h.srv, zap.NewNop(), nil)
 	for round := range rounds {
 		var wg sync.WaitGroup
 		codes := make([]int, conc)

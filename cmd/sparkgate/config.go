@@ -28,6 +28,11 @@ type Config struct {
 	// redirect URL and decides whether cookies are Secure. Default
 	// "http://<listen>" (or https when TLS is set).
 	PublicURL string `yaml:"public_url"`
+	// MetricsListen, when set, serves Prometheus metrics at /metrics on
+	// this address (host:port), apart from the gateway's own listener so
+	// that scrapers need no sign-in and users cannot reach it. Default
+	// "": no metrics.
+	MetricsListen string `yaml:"metrics_listen"`
 	// TLS, when both files are set, makes the gateway serve HTTPS itself.
 	TLS TLSConfig `yaml:"tls"`
 	// Log selects the log format and level.
@@ -91,6 +96,13 @@ func (c *Config) Validate() []error {
 	var errs []error
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		errs = append(errs, fmt.Errorf("listen: %q is not host:port", c.Listen))
+	}
+	if c.MetricsListen != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
+			errs = append(errs, fmt.Errorf("metrics_listen: %q is not host:port", c.MetricsListen))
+		} else if c.MetricsListen == c.Listen {
+			errs = append(errs, fmt.Errorf("metrics_listen: %q is the gateway's own listen address; metrics need one of their own", c.MetricsListen))
+		}
 	}
 	if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		errs = append(errs, fmt.Errorf("public_url: %q is not an http(s) URL", c.PublicURL))

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // TestExampleConfigsValidate keeps the documented examples in deploy/ working.
@@ -28,12 +33,56 @@ func TestExampleConfigsValidate(t *testing.T) {
 	}
 }
 
+// TestKubernetesConfigValidates keeps the configuration inside the
+// Kubernetes manifest's ConfigMap working too.
+func TestKubernetesConfigValidates(t *testing.T) {
+	t.Setenv("SPARKGATE_OIDC_CLIENT_SECRET", "example-secret")
+	t.Setenv("SPARKGATE_SESSION_KEYS", "c3BhcmtnYXRlLXRlc3Qta2V5LTMyLWJ5dGVzLWxvbmchIQ==")
+	data, err := os.ReadFile("../../deploy/kubernetes/sparkgate.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	found := false
+	for {
+		var doc struct {
+			Kind string            `yaml:"kind"`
+			Data map[string]string `yaml:"data"`
+		}
+		if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("parsing the manifest: %v", err)
+		}
+		cfg, ok := doc.Data["sparkgate.yaml"]
+		if doc.Kind != "ConfigMap" || !ok {
+			continue
+		}
+		found = true
+		path := filepath.Join(t.TempDir(), "sparkgate.yaml")
+		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := loadConfig(path)
+		if err != nil {
+			t.Fatalf("loadConfig(ConfigMap sparkgate.yaml): %v", err)
+		}
+		if errs := c.Validate(); len(errs) > 0 {
+			t.Errorf("Validate(ConfigMap sparkgate.yaml) = %v; want no errors", errs)
+		}
+	}
+	if !found {
+		t.Fatal("the manifest has no ConfigMap with sparkgate.yaml")
+	}
+}
+
 // TestValidateReportsEveryProblem checks that one run names every bad key.
 func TestValidateReportsEveryProblem(t *testing.T) {
 	t.Setenv("SPARKGATE_OIDC_CLIENT_SECRET", "")
 	t.Setenv("SPARKGATE_SESSION_KEYS", "")
 	path := filepath.Join(t.TempDir(), "bad.yaml")
 	bad := `listen: nope
+metrics_listen: nowhere
 log: {format: xml, level: loud}
 auth: {mode: oidc}
 proxy: {kill: maybe}
@@ -50,7 +99,7 @@ discovery:
 		t.Fatalf("loadConfig: %v", err)
 	}
 	msg := configErrors(c.Validate()).Error()
-	for _, key := range []string{"listen:", "log.format:", "log.level:", "auth.oidc.issuer:", "proxy.kill:",
+	for _, key := range []string{"listen:", "metrics_listen:", "log.format:", "log.level:", "auth.oidc.issuer:", "proxy.kill:",
 		"policy.when_acls_off:", "discovery.probe[0].ports:", "discovery.history[0].name:", "discovery.history[0].url:"} {
 		if !strings.Contains(msg, key) {
 			t.Errorf("Validate() output lacks %q:\n%s", key, msg)

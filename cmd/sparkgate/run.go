@@ -51,6 +51,14 @@ func run(ctx context.Context, cfg Config) error {
 		}
 	}
 
+	var metrics *proxy.Metrics
+	var metricsSrv *http.Server
+	if cfg.MetricsListen != "" {
+		if metrics, metricsSrv, err = newMetricsServer(cfg.MetricsListen, reg, logger); err != nil {
+			return err
+		}
+	}
+
 	srv, err := proxy.New(proxy.Options{
 		Config:         cfg.Proxy,
 		Registry:       reg,
@@ -64,6 +72,7 @@ func run(ctx context.Context, cfg Config) error {
 		SecureCookies:  strings.HasPrefix(cfg.PublicURL, "https://"),
 		Logger:         logger.Named("proxy"),
 		Audit:          logger.Named("audit"),
+		Metrics:        metrics,
 	})
 	if err != nil {
 		return fmt.Errorf("starting proxy: %w", err)
@@ -90,7 +99,7 @@ func run(ctx context.Context, cfg Config) error {
 
 	hs := &http.Server{
 		Addr:    cfg.Listen,
-		Handler: proxy.Middleware(mux, logger.Named("access")),
+		Handler: proxy.Middleware(mux, logger.Named("access"), metrics),
 		// Headers must arrive promptly: slow-header clients hold a goroutine each.
 		ReadHeaderTimeout: 10 * time.Second,
 		// Spark UI requests have no bodies worth waiting for.
@@ -104,6 +113,21 @@ func run(ctx context.Context, cfg Config) error {
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
+	}
+
+	if metricsSrv != nil {
+		mln, err := net.Listen("tcp", metricsSrv.Addr)
+		if err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("metrics_listen %s: %w", metricsSrv.Addr, err)
+		}
+		go func() {
+			if err := metricsSrv.Serve(mln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				logger.Error("metrics server stopped", zap.Error(err))
+			}
+		}()
+		defer func() { _ = metricsSrv.Close() }()
+		logger.Info("serving metrics", zap.String("listen", mln.Addr().String()))
 	}
 
 	discCtx, cancelDisc := context.WithCancel(ctx)

@@ -2,26 +2,34 @@ package main
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/sparkgate/sparkgate/proxy/discovery"
 )
 
-// TestRunServesAndShutsDownGracefully starts the whole gateway, waits for it
-// to answer, cancels its context (what SIGTERM does) and expects run to
-// return without error once in-flight work is done.
-func TestRunServesAndShutsDownGracefully(t *testing.T) {
+// freeAddr returns a loopback address that was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
+	defer ln.Close()
+	return ln.Addr().String()
+}
 
-	cfg := Config{Listen: addr, Discovery: discovery.Config{}}
+// TestRunServesAndShutsDownGracefully starts the whole gateway, waits for it
+// to answer, reads its metrics on their own listener, cancels its context
+// (what SIGTERM does) and expects run to return without error once
+// in-flight work is done.
+func TestRunServesAndShutsDownGracefully(t *testing.T) {
+	addr, metricsAddr := freeAddr(t), freeAddr(t)
+	cfg := Config{Listen: addr, MetricsListen: metricsAddr, Discovery: discovery.Config{}}
 	cfg.Log.Level = "warn"
 	cfg.SetDefaults()
 	if errs := cfg.Validate(); len(errs) > 0 {
@@ -32,6 +40,7 @@ func TestRunServesAndShutsDownGracefully(t *testing.T) {
 	go func() { done <- run(ctx, cfg) }()
 
 	var resp *http.Response
+	var err error
 	for i := 0; i < 200; i++ {
 		resp, err = http.Get("http://" + addr + "/_/healthz")
 		if err == nil {
@@ -55,6 +64,28 @@ func TestRunServesAndShutsDownGracefully(t *testing.T) {
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("GET /api/v1/applications without a session = %d; want 401", resp.StatusCode)
+	}
+	// Both requests are counted, on the metrics listener only.
+	resp, err = http.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	for _, want := range []string{
+		`sparkgate_http_requests_total{code="200",route="gateway"} 1`,
+		`sparkgate_http_requests_total{code="401",route="api-list"} 1`,
+		"go_goroutines ",
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("GET /metrics lacks %q:\n%s", want, body)
+		}
+	}
+	if resp, err := http.Get("http://" + addr + "/metrics"); err == nil {
+		_ = resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Errorf("GET /metrics on the gateway's own listener = 200; want it not served there")
+		}
 	}
 
 	cancel()
