@@ -12,6 +12,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -59,6 +61,8 @@ type Gateway struct {
 	Proc  *Proc
 	Watch *LogWatch
 	URL   string // public URL, http://127.0.0.1:<port>
+	// MetricsURL is the Prometheus endpoint, http://127.0.0.1:<port>/metrics.
+	MetricsURL string
 	// LoginURL is the one-time login URL printed in mode local.
 	LoginURL string
 }
@@ -77,6 +81,10 @@ func StartGateway(ctx context.Context, bin, dir string, opt GatewayOptions) (*Ga
 		port = p
 	}
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	metricsPort, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
 	host := opt.LogHost
 	if host == "" {
 		host = "127.0.0.1"
@@ -116,12 +124,13 @@ func StartGateway(ctx context.Context, bin, dir string, opt GatewayOptions) (*Ga
 		proxyCfg = map[string]any{"kill": "deny"}
 	}
 	cfg := map[string]any{
-		"listen":     fmt.Sprintf("127.0.0.1:%d", port),
-		"public_url": base,
-		"log":        map[string]any{"level": "debug"},
-		"auth":       auth,
-		"discovery":  disc,
-		"proxy":      proxyCfg,
+		"listen":         fmt.Sprintf("127.0.0.1:%d", port),
+		"metrics_listen": fmt.Sprintf("127.0.0.1:%d", metricsPort),
+		"public_url":     base,
+		"log":            map[string]any{"level": "debug"},
+		"auth":           auth,
+		"discovery":      disc,
+		"proxy":          proxyCfg,
 	}
 	if opt.Policy != nil {
 		cfg["policy"] = opt.Policy
@@ -142,7 +151,7 @@ func StartGateway(ctx context.Context, bin, dir string, opt GatewayOptions) (*Ga
 	if err != nil {
 		return nil, err
 	}
-	g := &Gateway{Proc: p, Watch: WatchLog(logPath), URL: base}
+	g := &Gateway{Proc: p, Watch: WatchLog(logPath), URL: base, MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)}
 	if err := waitHTTP(ctx, base+"/_/readyz", p.Exited); err != nil {
 		g.Stop()
 		return nil, fmt.Errorf("gateway: %w\n%s", err, g.Watch.Tail(40))
@@ -232,6 +241,39 @@ func (g *Gateway) WaitListed(ctx context.Context, client *http.Client, match fun
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// Metric sums the samples of the Prometheus metric name whose labels
+// include every one of match (e.g. `state="running"`), from the gateway's
+// metrics listener.
+func (g *Gateway) Metric(ctx context.Context, name string, match ...string) (float64, error) {
+	a, err := Get(ctx, http.DefaultClient, g.MetricsURL, nil)
+	if err != nil {
+		return 0, err
+	}
+	if a.Status != http.StatusOK {
+		return 0, fmt.Errorf("GET %s = %d", g.MetricsURL, a.Status)
+	}
+	sum := 0.0
+	for line := range strings.SplitSeq(string(a.Body), "\n") {
+		series, value, ok := strings.Cut(line, " ")
+		if !ok || (series != name && !strings.HasPrefix(series, name+"{")) {
+			continue
+		}
+		all := true
+		for _, m := range match {
+			all = all && strings.Contains(series, m)
+		}
+		if !all {
+			continue
+		}
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			return 0, fmt.Errorf("metric line %q: %w", line, err)
+		}
+		sum += v
+	}
+	return sum, nil
 }
 
 // Stop ends the gateway.

@@ -276,6 +276,10 @@ func (e *killEnv) runBattery(t *testing.T, out *strings.Builder) {
 		t.Fatal(err)
 	}
 	bodies := map[string]string{"POST": fmt.Sprintf("id=%d&terminate=true", e.jobID)}
+	refusedBefore, err := e.gw.Metric(ctx, "sparkgate_killguard_refused_total")
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "Spark %s, app %s, job %d, stage %d; gateway %s, driver %s (direct: GET with id=99999, answered by Spark itself)\n",
@@ -355,6 +359,20 @@ func (e *killEnv) runBattery(t *testing.T, out *strings.Builder) {
 	out.WriteString(b.String())
 	if total < 300 {
 		t.Errorf("battery sent only %d requests", total)
+	}
+	// The gateway's metrics count what it refused: every 403 and 405 is
+	// the kill guard's (the 400s are paths refused before it judges).
+	refused, err := e.gw.Metric(ctx, "sparkgate_killguard_refused_total")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("sparkgate_killguard_refused_total: %v before the battery, %v after", refusedBefore, refused)
+	if got, want := int(refused-refusedBefore), counts[403]+counts[405]; got != want {
+		t.Errorf("sparkgate_killguard_refused_total grew by %d during the battery; want %d (its 403s and 405s)", got, want)
+	}
+	running, err := e.gw.Metric(ctx, "sparkgate_apps", `source="log"`, `state="running"`)
+	if err != nil || running < 1 {
+		t.Errorf("sparkgate_apps{source=log,state=running} = %v (%v); want at least 1", running, err)
 	}
 }
 
