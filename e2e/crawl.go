@@ -55,6 +55,9 @@ type CrawlReport struct {
 	KillLinks []Link // links to kill endpoints (never fetched)
 	Offsite   []Link // links to other origins (not fetched)
 	Visited   []string
+	// Compressed counts the answers that came gzip-encoded (the client
+	// asks for gzip and decodes, as Go's transport does by default).
+	Compressed int
 }
 
 // Crawl walks same-origin links breadth-first from start. client must not
@@ -162,6 +165,9 @@ func fetchOne(ctx context.Context, client *http.Client, u *url.URL, from, origin
 		body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 		resp.Body.Close()
 		cancel()
+		if resp.Uncompressed {
+			rep.Compressed++
+		}
 		if err != nil {
 			return nil, resp.StatusCode, fmt.Errorf("reading %s: %w", cur, err)
 		}

@@ -34,6 +34,11 @@ func (s *suite) checkGatewayCrawl(t *testing.T, gw *Gateway, c *http.Client, d *
 	_ = RecordFigure(s.outDir, "gateway_crawl_"+d.AppID, fmt.Sprintf("%v pages=%d", time.Since(t0).Round(time.Millisecond), rep.Pages))
 	checkTabs(t, rep, sparkTabs, prefix)
 	requireCleanCrawl(t, rep, 20)
+	// Pages and REST answers come compressed, as from Spark itself (the
+	// crawler decodes them before checking links).
+	if rep.Compressed*2 < rep.Pages {
+		t.Errorf("only %d of %d answers came gzip-encoded; want most", rep.Compressed, rep.Pages)
+	}
 }
 
 // checkGatewayBrowser opens the JS-built tables through the gateway in

@@ -191,8 +191,8 @@ func requireCleanCrawl(t *testing.T, rep *CrawlReport, minPages int) {
 
 func logCrawl(t *testing.T, name string, rep *CrawlReport) {
 	t.Helper()
-	t.Logf("%s: %d pages, truncated=%v, broken=%d, leaks=%d, kill links=%d, offsite=%d",
-		name, rep.Pages, rep.Truncated, len(rep.Broken), len(rep.Leaks), len(rep.KillLinks), len(rep.Offsite))
+	t.Logf("%s: %d pages (%d gzip-encoded), truncated=%v, broken=%d, leaks=%d, kill links=%d, offsite=%d",
+		name, rep.Pages, rep.Compressed, rep.Truncated, len(rep.Broken), len(rep.Leaks), len(rep.KillLinks), len(rep.Offsite))
 	for _, l := range rep.Offsite {
 		t.Logf("offsite: %v", l)
 	}
