@@ -122,6 +122,15 @@ run_wrk() {
   grep -E 'Requests/sec|99%' "$out/wrk/$name.txt" | tr -s ' ' | paste -sd' ' | sed "s/^/bench:   /" >&2
 }
 
+# size NAME URL [curl args...] : the bytes of one answer into figures
+size() {
+  local name="$1" url="$2" n
+  shift 2
+  n="$(curl -s -o /dev/null -w '%{size_download}' --max-time 10 "$@" "$url" || true)"
+  [ -n "$n" ] && printf '%s\t%s\tbytes\n' "$name" "$n" >>"$figures"
+  return 0
+}
+
 # --- prerequisites -------------------------------------------------------
 started="$(date +%s)"
 if ! command -v wrk >/dev/null; then
@@ -205,6 +214,11 @@ rss "$sg_pid" VmHWM rss.sparkgate.start.vmhwm
 # a. static upstream, direct vs through sparkgate
 run_wrk static-direct "$static_url/jobs/" 200
 run_wrk static-gateway "$sg/app/$static_id/jobs/" 200 "${H[@]}"
+# ... for a client that accepts gzip (proxy.compress, on by default)
+GZ=(-H "Accept-Encoding: gzip")
+run_wrk static-gateway-gzip "$sg/app/$static_id/jobs/" 200 "${H[@]}" "${GZ[@]}"
+size bytes.static-gateway.plain "$sg/app/$static_id/jobs/" "${H[@]}"
+size bytes.static-gateway.gzip "$sg/app/$static_id/jobs/" "${H[@]}" "${GZ[@]}"
 # ... and its REST JSON, which the stripper does not touch
 run_wrk static-api-direct "$static_url/api/v1/applications/$static_id/jobs" 200
 run_wrk static-api-gateway "$sg/api/v1/applications/$static_id/jobs" 200 "${H[@]}"
@@ -217,6 +231,12 @@ if [ -n "$driver_id" ]; then
   wrk -t1 -c8 -d2s "$driver_url/api/v1/applications/$driver_id/jobs" >/dev/null 2>&1 || true
   run_wrk driver-jobs-direct "$driver_url/jobs/" 200
   run_wrk driver-jobs-gateway "$sg/app/$driver_id/jobs/" 200 "${H[@]}"
+  # Both compressing: Spark's Jetty for a client that accepts gzip, and
+  # sparkgate for its client (it asks the driver for plain bytes).
+  run_wrk driver-jobs-direct-gzip "$driver_url/jobs/" 200 "${GZ[@]}"
+  run_wrk driver-jobs-gateway-gzip "$sg/app/$driver_id/jobs/" 200 "${H[@]}" "${GZ[@]}"
+  size bytes.driver-jobs.direct.gzip "$driver_url/jobs/" "${GZ[@]}"
+  size bytes.driver-jobs.gateway.gzip "$sg/app/$driver_id/jobs/" "${H[@]}" "${GZ[@]}"
   run_wrk driver-api-direct "$driver_url/api/v1/applications/$driver_id/jobs" 200
   run_wrk driver-api-gateway "$sg/api/v1/applications/$driver_id/jobs" 200 "${H[@]}"
   touch "$stop_file" # the driver's JVM is not needed any more

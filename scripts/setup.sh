@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs everything the end-to-end suite needs: Spark (3.5 and 4.0 from
+# Installs everything the end-to-end suite needs: Spark (3.5.9, 4.0.5 and 4.3.0 from
 # pyspark), Chromium, the OIDC provider and Hadoop's minicluster (YARN).
 # Each step is idempotent.
 set -euo pipefail

@@ -11,10 +11,13 @@ type scenario struct{ name, label string }
 var scenarios = []scenario{
 	{"static-direct", "static upstream, direct"},
 	{"static-gateway", "static upstream via sparkgate (local session)"},
+	{"static-gateway-gzip", "static upstream via sparkgate, client accepts gzip"},
 	{"static-api-direct", "static upstream REST jobs, direct"},
 	{"static-api-gateway", "static upstream REST jobs via sparkgate"},
 	{"driver-jobs-direct", "Spark driver /jobs/, direct"},
 	{"driver-jobs-gateway", "Spark driver /jobs/ via sparkgate"},
+	{"driver-jobs-direct-gzip", "Spark driver /jobs/, direct, client accepts gzip"},
+	{"driver-jobs-gateway-gzip", "Spark driver /jobs/ via sparkgate, client accepts gzip"},
 	{"driver-api-direct", "Spark driver REST jobs, direct"},
 	{"driver-api-gateway", "Spark driver REST jobs via sparkgate"},
 	{"auth-none", "sparkgate, no session (challenge)"},
@@ -32,6 +35,8 @@ var comparisons = []comparison{
 	{"gateway / direct, static upstream", "static-gateway", "static-direct"},
 	{"gateway / direct, static upstream REST (no stripping)", "static-api-gateway", "static-api-direct"},
 	{"gateway / direct, real driver /jobs/", "driver-jobs-gateway", "driver-jobs-direct"},
+	{"gateway / direct, real driver /jobs/, both gzip", "driver-jobs-gateway-gzip", "driver-jobs-direct-gzip"},
+	{"gzip / plain through sparkgate, static HTML", "static-gateway-gzip", "static-gateway"},
 	{"gateway / direct, real driver REST jobs", "driver-api-gateway", "driver-api-direct"},
 	{"no session (auth check + 401) / healthz (no auth)", "auth-none", "healthz"},
 	{"valid session (auth + proxy + strip) / no session", "static-gateway", "auth-none"},
@@ -58,6 +63,10 @@ var figureLabels = []struct{ name, label string }{
 	{"stripmem.stripper.out_bytes", "50 MiB page, stripper: bytes out"},
 	{"stripmem.stripper.kill_links_in", "50 MiB page: kill links in"},
 	{"stripmem.stripper.kill_links_out", "50 MiB page, stripper: kill links left"},
+	{"bytes.static-gateway.plain", "static jobs page via sparkgate, plain: bytes"},
+	{"bytes.static-gateway.gzip", "static jobs page via sparkgate, gzip: bytes"},
+	{"bytes.driver-jobs.direct.gzip", "driver /jobs/ direct, gzip: bytes"},
+	{"bytes.driver-jobs.gateway.gzip", "driver /jobs/ via sparkgate, gzip: bytes"},
 }
 
 // figureRatios are a/b ratios of figures.
@@ -65,6 +74,8 @@ var figureRatios = []comparison{
 	{"sparkgate peak RSS end / start", "rss.sparkgate.end.vmhwm", "rss.sparkgate.start.vmhwm"},
 	{"sparkgate OIDC / oauth2-proxy peak RSS", "rss.sparkgate-oidc.end.vmhwm", "rss.oauth2-proxy.end.vmhwm"},
 	{"stripper / io.Copy throughput, 50 MiB page", "stripmem.stripper.throughput", "stripmem.copy.throughput"},
+	{"gzip / plain bytes, static jobs page via sparkgate", "bytes.static-gateway.gzip", "bytes.static-gateway.plain"},
+	{"gateway / direct bytes, driver /jobs/, both gzip", "bytes.driver-jobs.gateway.gzip", "bytes.driver-jobs.direct.gzip"},
 }
 
 // benchRatios are a/b ratios of Go benchmarks (MB/s when both have it,
@@ -74,6 +85,7 @@ var benchRatios = []comparison{
 	// buffer into a writer that copies every byte, as a socket would.
 	{"stripper / io.Copy MB/s (real 3.5.9 stages page, same source, buffer and sink)", "proxy.BenchmarkStripper/stripper", "proxy.BenchmarkStripper/io.Copy"},
 	{"handler only / whole request path ns/op", "proxy.BenchmarkServeAppHandler", "proxy.BenchmarkServeApp"},
+	{"gzip / plain MB/s, whole path for the real 18 KB jobs page", "proxy.BenchmarkServeAppHTML/gzip", "proxy.BenchmarkServeAppHTML/identity"},
 }
 
 func render(in inputs) string {
