@@ -262,7 +262,9 @@ func (b *Browser) ConfirmKill(jobsURL string, id int) (ConfirmedKill, error) {
 		return k, fmt.Errorf("no plain kill link for job %d on %s: %w; page text: %q", id, jobsURL, err, text)
 	}
 	k.Link = link
-	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { window.__e2eLeft = true; document.querySelector(`+sel+`).click(); return true; })()`)); err != nil {
+	// Real mouse clicks (CDP input events), not element.click(): the
+	// gateway takes the confirmation only from a user's own click.
+	if err := clickAndLeave(ctx, fmt.Sprintf(`a.kill-link[href$="/jobs/job/kill/?id=%d"]`, id)); err != nil {
 		return k, fmt.Errorf("clicking the kill link: %w", err)
 	}
 	if k.Confirm, err = waitEval(ctx, `!window.__e2eLeft && document.readyState === "complete" && document.querySelector("form button[type=submit]") ? location.href : ""`); err != nil {
@@ -271,13 +273,52 @@ func (b *Browser) ConfirmKill(jobsURL string, id int) (ConfirmedKill, error) {
 	if k.Text, err = chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`)); err != nil {
 		return k, fmt.Errorf("reading the confirmation page: %w", err)
 	}
-	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { window.__e2eLeft = true; document.querySelector("form button[type=submit]").click(); return true; })()`)); err != nil {
+	if err := clickAndLeave(ctx, "form button[type=submit]"); err != nil {
 		return k, fmt.Errorf("confirming: %w", err)
 	}
 	if k.Final, err = waitEval(ctx, `!window.__e2eLeft && document.readyState === "complete" ? location.href : ""`); err != nil {
 		return k, fmt.Errorf("waiting for the page after confirming: %w", err)
 	}
 	return k, nil
+}
+
+// ScriptKill plays a hostile script on the gateway's origin (every app's
+// pages share it): on the Spark page pageURL it reads the confirmation page
+// at confirmURL with fetch(), whose status it returns; then, on the
+// confirmation page, it submits the form itself, as a script holding the
+// page (a popup it opened, say) would, and returns the text of the page
+// that leads to.
+func (b *Browser) ScriptKill(pageURL, confirmURL string) (fetchStatus int, after string, err error) {
+	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Navigate(pageURL)); err != nil {
+		return 0, "", fmt.Errorf("navigating to %s: %w", pageURL, err)
+	}
+	fetchStatus, err = chromedp.Run(ctx, chromedp.Evaluate[int](`fetch(`+strconv.Quote(confirmURL)+`, {credentials: "same-origin"}).then(r => r.status)`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		return 0, "", fmt.Errorf("fetch() of the confirmation page: %w", err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(confirmURL)); err != nil {
+		return fetchStatus, "", fmt.Errorf("navigating to %s: %w", confirmURL, err)
+	}
+	if _, err := waitEval(ctx, `document.readyState === "complete" && document.querySelector("form") ? "yes" : ""`); err != nil {
+		return fetchStatus, "", fmt.Errorf("no confirmation form at %s: %w", confirmURL, err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { window.__e2eLeft = true; document.querySelector("form").submit(); return true; })()`)); err != nil {
+		return fetchStatus, "", fmt.Errorf("submitting by script: %w", err)
+	}
+	after, err = waitEval(ctx, `!window.__e2eLeft && document.readyState === "complete" ? document.body.innerText : ""`)
+	return fetchStatus, after, err
+}
+
+// clickAndLeave marks the current document (window.__e2eLeft, gone once
+// the browser has navigated away) and clicks the element sel with the
+// mouse, as a person does.
+func clickAndLeave(ctx context.Context, sel string) error {
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__e2eLeft = true`)); err != nil {
+		return err
+	}
+	return chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel)))
 }
 
 // waitEval evaluates expr until it gives a non-empty string, retrying while

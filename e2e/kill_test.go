@@ -520,6 +520,19 @@ func (s *suite) checkConfirm(t *testing.T, e *killEnv) {
 	if err := b.SetCookies(gw.URL, jar.Cookies(gwURL)); err != nil {
 		t.Fatal(err)
 	}
+	// A script on the gateway's origin (a hostile "driver" page) can
+	// neither read the confirmation page nor submit its form.
+	status, after, err := b.ScriptKill(prefix+"/jobs/", killURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("modify-acl: a script's fetch() of the confirmation page got %d; its form.submit() led to %q", status, firstLine(after, "Open the kill link yourself"))
+	if status != http.StatusForbidden || !strings.Contains(after, "Open the kill link yourself") {
+		t.Errorf("script on the confirmation page: fetch() = %d, submit led to %.200q; want 403 and the refusal page", status, after)
+	}
+	if j := driverJob(ctx, t, e.d, e.jobID); j.Status != "RUNNING" {
+		t.Fatalf("job %d is %s after a script's confirmation; want RUNNING", e.jobID, j.Status)
+	}
 	k, err := b.ConfirmKill(prefix+"/jobs/", e.jobID)
 	if err != nil {
 		t.Fatal(err)

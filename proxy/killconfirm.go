@@ -74,6 +74,10 @@ func (s *Server) serveKillConfirm(w http.ResponseWriter, r *http.Request, st *re
 		back = rt.Prefix + "/stages/"
 	}
 	path := r.URL.EscapedPath()
+	if !fetchedByUser(r) {
+		return &httpError{Status: http.StatusForbidden, Title: "Open the kill link yourself", AppID: app.ID,
+			Msg: "the confirmation page and its form work only when opened and submitted in the browser window, not by a script or in a frame"}
+	}
 	if r.Method != http.MethodPost {
 		nonce := make([]byte, 18)
 		_, _ = rand.Read(nonce)
@@ -230,6 +234,28 @@ func (s *Server) csrfValid(token, user, path, id, cookie string) bool {
 
 // sameOrigin refuses a POST whose Origin names another host; browsers
 // send Origin on every cross-site POST.
+// fetchedByUser reads the browser's fetch metadata (Sec-Fetch-*, which
+// scripts cannot set): the confirmation page must be a document the
+// browser navigates to, not a fetch() or a frame, so that a script on the
+// gateway's origin (all apps share it) cannot read its CSRF token; and the
+// form must be submitted by the user (Sec-Fetch-User), not by script. A
+// client that sends no fetch metadata (older browsers, API tools) is judged
+// by the token and Origin checks alone.
+func fetchedByUser(r *http.Request) bool {
+	mode := r.Header.Get("Sec-Fetch-Mode")
+	if mode == "" {
+		return true
+	}
+	if mode != "navigate" || r.Header.Get("Sec-Fetch-Dest") != "document" {
+		return false
+	}
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "same-origin" && site != "none" {
+		// "none": typed, bookmarked or opened from another application.
+		return false
+	}
+	return r.Method != http.MethodPost || r.Header.Get("Sec-Fetch-User") == "?1"
+}
+
 func sameOrigin(r *http.Request) bool {
 	o := r.Header.Get("Origin")
 	if o == "" {

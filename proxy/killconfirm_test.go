@@ -73,6 +73,11 @@ func TestKillConfirmModifyACL(t *testing.T) {
 		{"other user", "bob", token, cookie, nil, http.StatusForbidden},
 		{"viewer without modify", "dave", token, cookie, nil, http.StatusForbidden},
 		{"cross origin", "alice", token, cookie, http.Header{"Origin": {"https://evil.example"}}, http.StatusForbidden},
+		// Fetch metadata: what a script on the gateway's origin sends.
+		{"script fetch()", "alice", token, cookie, fetchMeta("cors", "empty", "same-origin", ""), http.StatusForbidden},
+		{"script form.submit()", "alice", token, cookie, fetchMeta("navigate", "document", "same-origin", ""), http.StatusForbidden},
+		{"form in a frame", "alice", token, cookie, fetchMeta("navigate", "iframe", "same-origin", "?1"), http.StatusForbidden},
+		{"cross-site form", "alice", token, cookie, fetchMeta("navigate", "document", "same-site", "?1"), http.StatusForbidden},
 	}
 	for _, tt := range refused {
 		if resp := post(tt.user, tt.token, tt.cookie, tt.hdr); resp.StatusCode != tt.want {
@@ -83,7 +88,21 @@ func TestKillConfirmModifyACL(t *testing.T) {
 		t.Fatalf("driver got %d requests from refused confirmations; want 0", n)
 	}
 
-	resp = post("alice", token, cookie, nil)
+	// A script cannot read the confirmation page either.
+	for name, hdr := range map[string]http.Header{
+		"fetch()": fetchMeta("cors", "empty", "same-origin", ""),
+		"frame":   fetchMeta("navigate", "iframe", "same-origin", ""),
+	} {
+		if resp, body := h.do(t, "GET", target, "alice", hdr); resp.StatusCode != http.StatusForbidden || csrfInput.MatchString(body) {
+			t.Errorf("GET confirmation page by %s = %d; want 403 without a token", name, resp.StatusCode)
+		}
+	}
+	if resp, _ := h.do(t, "GET", target, "alice", fetchMeta("navigate", "document", "same-origin", "?1")); resp.StatusCode != http.StatusOK {
+		t.Errorf("GET confirmation page by a click = %d; want 200", resp.StatusCode)
+	}
+
+	// The user's own click on the form, as a browser sends it.
+	resp = post("alice", token, cookie, fetchMeta("navigate", "document", "same-origin", "?1"))
 	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || loc != "/app/"+appLive+"/jobs/" {
 		t.Fatalf("POST kill = %d %q; want 303 to the jobs page", resp.StatusCode, loc)
 	}
@@ -284,4 +303,13 @@ func TestKillConfirmCookieSecureBehindTLSProxy(t *testing.T) {
 				secure, got.Secure, got.HttpOnly, got.SameSite, secure)
 		}
 	}
+}
+
+// fetchMeta is the fetch metadata a browser sends with a request.
+func fetchMeta(mode, dest, site, user string) http.Header {
+	h := http.Header{"Sec-Fetch-Mode": {mode}, "Sec-Fetch-Dest": {dest}, "Sec-Fetch-Site": {site}}
+	if user != "" {
+		h.Set("Sec-Fetch-User", user)
+	}
+	return h
 }
