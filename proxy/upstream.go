@@ -223,7 +223,9 @@ var errEncodedHTML = errors.New("upstream sent HTML with a content encoding the 
 // internal host.
 var errRedirectAway = errors.New("upstream redirected outside itself")
 
-func isRedirect(status int) bool { return status >= 300 && status < 400 && status != http.StatusNotModified }
+func isRedirect(status int) bool {
+	return status >= 300 && status < 400 && status != http.StatusNotModified
+}
 
 // leavesUpstream reports whether a Location, already rewritten by
 // RewriteLocation, still names a server: every Location of the upstream
