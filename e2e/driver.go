@@ -96,16 +96,12 @@ func StartDriver(ctx context.Context, root string, home SparkHome, opt DriverOpt
 	)
 	logPath := filepath.Join(opt.LogDir, opt.Name+".log")
 	d := &Driver{Opts: opt, StopFile: stop, Started: time.Now()}
-	p, err := StartProc("driver "+opt.Name, cmd, logPath)
-	if err != nil {
+	if err := d.launch("driver", cmd, logPath); err != nil {
 		return nil, err
 	}
-	d.Proc = p
-	d.Watch = WatchLog(logPath)
-	m, at, err := d.Watch.WaitFor(ctx, reUIPort, p.Exited)
+	m, at, err := d.waitLine(ctx, reUIPort)
 	if err != nil {
-		d.Kill()
-		return nil, fmt.Errorf("driver %s: %w\n%s", opt.Name, err, d.Watch.Tail(30))
+		return nil, err
 	}
 	d.UIPort, _ = strconv.Atoi(m[1])
 	d.UILineAt = at
@@ -116,16 +112,38 @@ func StartDriver(ctx context.Context, root string, home SparkHome, opt DriverOpt
 		}
 		close(d.servingAt)
 	}()
-	m, _, err = d.Watch.WaitFor(ctx, reE2EApp, p.Exited)
+	m, _, err = d.waitLine(ctx, reE2EApp)
 	if err != nil {
-		d.Kill()
-		return nil, fmt.Errorf("driver %s: %w\n%s", opt.Name, err, d.Watch.Tail(30))
+		return nil, err
 	}
 	d.AppID = m[1]
 	if u, err := url.Parse(m[2]); err == nil {
 		d.UIHost = u.Hostname()
 	}
 	return d, nil
+}
+
+// launch starts cmd as the driver's process (label names it in errors),
+// its output going to logPath, and watches that log.
+func (d *Driver) launch(label string, cmd *exec.Cmd, logPath string) error {
+	p, err := StartProc(label+" "+d.Opts.Name, cmd, logPath)
+	if err != nil {
+		return err
+	}
+	d.Proc, d.Watch = p, WatchLog(logPath)
+	return nil
+}
+
+// waitLine waits for the first log line matching re and returns its
+// submatches and when it was seen; if the line never comes (or the driver
+// exits first) it kills the driver and says why, with the log's tail.
+func (d *Driver) waitLine(ctx context.Context, re *regexp.Regexp) ([]string, time.Time, error) {
+	m, at, err := d.Watch.WaitFor(ctx, re, d.Proc.Exited)
+	if err != nil {
+		d.Kill()
+		return nil, at, fmt.Errorf("driver %s: %w\n%s", d.Opts.Name, err, d.Watch.Tail(30))
+	}
+	return m, at, nil
 }
 
 // WaitReady waits until app.py has run its jobs and the stream has batches.

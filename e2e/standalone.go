@@ -53,26 +53,21 @@ func StartSmallDriver(ctx context.Context, root string, home SparkHome, opt Smal
 	cmd.Dir = opt.WorkDir
 	cmd.Env = sparkEnv(root, home)
 	d := &Driver{Opts: DriverOptions{Name: opt.Name, WorkDir: opt.WorkDir}, StopFile: stop, Started: time.Now()}
-	p, err := StartProc("driver "+opt.Name, cmd, opt.LogPath)
-	if err != nil {
+	if err := d.launch("driver", cmd, opt.LogPath); err != nil {
 		return nil, err
 	}
-	d.Proc = p
-	d.Watch = WatchLog(opt.LogPath)
-	m, at, err := d.Watch.WaitFor(ctx, reUIPort, p.Exited)
+	m, at, err := d.waitLine(ctx, reUIPort)
 	if err != nil {
-		d.Kill()
-		return nil, fmt.Errorf("driver %s: %w\n%s", opt.Name, err, d.Watch.Tail(30))
+		return nil, err
 	}
 	d.UIPort, _ = strconv.Atoi(m[1])
 	d.UILineAt = at
 	if opt.OnUIPort != nil {
 		opt.OnUIPort(d.UIPort, at)
 	}
-	m, _, err = d.Watch.WaitFor(ctx, reE2EApp, p.Exited)
+	m, _, err = d.waitLine(ctx, reE2EApp)
 	if err != nil {
-		d.Kill()
-		return nil, fmt.Errorf("driver %s: %w\n%s", opt.Name, err, d.Watch.Tail(30))
+		return nil, err
 	}
 	d.AppID = m[1]
 	if u, err := url.Parse(m[2]); err == nil {

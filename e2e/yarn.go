@@ -188,16 +188,12 @@ func StartYARNDriver(ctx context.Context, root string, home SparkHome, y *MiniYA
 		"HADOOP_CONF_DIR="+y.ConfDir,
 		"PYSPARK_ARCHIVES_PATH=local:"+filepath.Dir(home.Home))
 	d := &Driver{Opts: DriverOptions{Name: opt.Name, WorkDir: opt.WorkDir, EventDir: events}, StopFile: stop, Started: time.Now()}
-	p, err := StartProc("yarn driver "+opt.Name, cmd, opt.LogPath)
-	if err != nil {
+	if err := d.launch("yarn driver", cmd, opt.LogPath); err != nil {
 		return nil, err
 	}
-	d.Proc = p
-	d.Watch = WatchLog(opt.LogPath)
-	m, at, err := d.Watch.WaitFor(ctx, reE2EApp, p.Exited)
+	m, at, err := d.waitLine(ctx, reE2EApp)
 	if err != nil {
-		d.Kill()
-		return nil, fmt.Errorf("driver %s: %w\n%s", opt.Name, err, d.Watch.Tail(30))
+		return nil, err
 	}
 	d.AppID, d.UILineAt = m[1], at
 	u, err := url.Parse(m[2])
