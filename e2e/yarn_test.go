@@ -84,6 +84,10 @@ func (s *suite) runYARN(t *testing.T, home SparkHome, y *MiniYARN, gw *Gateway, 
 		t.Fatalf("ResourceManager has %s as %s with tracking UI %q; want RUNNING, ApplicationMaster", d.AppID, rmApp.State, rmApp.TrackingUI)
 	}
 	t.Logf("%s submitted; RUNNING in the ResourceManager (tracking URL %s) and ready after %v", d.AppID, rmApp.TrackingURL, time.Since(t0).Round(time.Millisecond))
+	// The gateway's metrics report the ResourceManager source answering.
+	if up, err := gw.Metric(ctx, "sparkgate_discovery_source_up", `source="yarn:`+y.WebURL); err != nil || up != 1 {
+		t.Errorf("sparkgate_discovery_source_up{source=yarn:%s} = %v (%v); want 1", y.WebURL, up, err)
+	}
 
 	t.Run("listed", func(t *testing.T) { checkYARNListed(ctx, t, gw, client, d, rmApp) })
 	t.Run("crawl", func(t *testing.T) { s.checkYARNCrawl(t, gw, client, d, y) })

@@ -13,11 +13,13 @@ import (
 	"github.com/sparkgate/sparkgate/proxy/discovery"
 )
 
-// newMetricsServer builds the gateway's metrics (plus the Go runtime's and
-// the process's) and the server that exposes them at /metrics on addr.
-func newMetricsServer(addr string, apps *discovery.Registry, logger *zap.Logger) (*proxy.Metrics, *http.Server, error) {
+// newMetricsServer builds the gateway's metrics (plus discovery's, the Go
+// runtime's and the process's) and the server that exposes them at
+// /metrics on addr.
+func newMetricsServer(addr string, apps *discovery.Registry, disc *discovery.Discoverer, logger *zap.Logger) (*proxy.Metrics, *http.Server, error) {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		sourcesCollector{disc})
 	m, err := proxy.NewMetrics(reg, apps)
 	if err != nil {
 		return nil, nil, err
@@ -35,4 +37,34 @@ func newMetricsServer(addr string, apps *discovery.Registry, logger *zap.Logger)
 		ErrorLog:          zap.NewStdLog(logger.Named("metrics")),
 	}
 	return m, srv, nil
+}
+
+var (
+	sourceUpDesc = prometheus.NewDesc("sparkgate_discovery_source_up",
+		"1 when the discovery source's last poll answered, 0 when it failed (standalone masters, Kubernetes, YARN, History Servers, probes, static lists).",
+		[]string{"source"}, nil)
+	sourceFailuresDesc = prometheus.NewDesc("sparkgate_discovery_source_failures_total",
+		"Failed polls of the discovery source since start.",
+		[]string{"source"}, nil)
+)
+
+// sourcesCollector reads the discovery sources' health at each scrape. The
+// source label is the configured source ("yarn:http://rm:8088",
+// "history:main"), so there are as many series as configured sources.
+type sourcesCollector struct{ d *discovery.Discoverer }
+
+func (c sourcesCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- sourceUpDesc
+	ch <- sourceFailuresDesc
+}
+
+func (c sourcesCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, s := range c.d.Sources() {
+		up := 0.0
+		if s.Up {
+			up = 1
+		}
+		ch <- prometheus.MustNewConstMetric(sourceUpDesc, prometheus.GaugeValue, up, s.Name)
+		ch <- prometheus.MustNewConstMetric(sourceFailuresDesc, prometheus.CounterValue, float64(s.Failures), s.Name)
+	}
 }

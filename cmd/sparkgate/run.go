@@ -54,7 +54,7 @@ func run(ctx context.Context, cfg Config) error {
 	var metrics *proxy.Metrics
 	var metricsSrv *http.Server
 	if cfg.MetricsListen != "" {
-		if metrics, metricsSrv, err = newMetricsServer(cfg.MetricsListen, reg, logger); err != nil {
+		if metrics, metricsSrv, err = newMetricsServer(cfg.MetricsListen, reg, disc, logger); err != nil {
 			return err
 		}
 	}

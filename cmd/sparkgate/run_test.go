@@ -29,7 +29,11 @@ func freeAddr(t *testing.T) string {
 // in-flight work is done.
 func TestRunServesAndShutsDownGracefully(t *testing.T) {
 	addr, metricsAddr := freeAddr(t), freeAddr(t)
-	cfg := Config{Listen: addr, MetricsListen: metricsAddr, Discovery: discovery.Config{}}
+	// A History Server nobody runs: discovery reports it down.
+	dead := "http://" + freeAddr(t)
+	cfg := Config{Listen: addr, MetricsListen: metricsAddr, Discovery: discovery.Config{
+		History: []discovery.HistorySource{{Name: "dead", URL: dead}},
+	}}
 	cfg.Log.Level = "warn"
 	cfg.SetDefaults()
 	if errs := cfg.Validate(); len(errs) > 0 {
@@ -65,16 +69,25 @@ func TestRunServesAndShutsDownGracefully(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("GET /api/v1/applications without a session = %d; want 401", resp.StatusCode)
 	}
-	// Both requests are counted, on the metrics listener only.
-	resp, err = http.Get("http://" + metricsAddr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
+	// Both requests are counted, on the metrics listener only, beside the
+	// dead History Server (once discovery has polled it).
+	var body []byte
+	for range 200 {
+		resp, err = http.Get("http://" + metricsAddr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ = io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if strings.Contains(string(body), "sparkgate_discovery_source_up") {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	body, _ := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
 	for _, want := range []string{
 		`sparkgate_http_requests_total{code="200",route="gateway"} 1`,
 		`sparkgate_http_requests_total{code="401",route="api-list"} 1`,
+		`sparkgate_discovery_source_up{source="history:dead"} 0`,
 		"go_goroutines ",
 	} {
 		if !strings.Contains(string(body), want) {

@@ -46,6 +46,7 @@ type Discoverer struct {
 	suspect chan string
 	events  chan func()
 	ready   atomic.Bool
+	health  health
 
 	// State below is touched only by Run's goroutine.
 	ctx         context.Context
@@ -240,7 +241,11 @@ func (d *Discoverer) round() {
 				go func() {
 					defer wg.Done()
 					cands, err := s.candidates(ctx)
-					if err != nil && ctx.Err() == nil {
+					if ctx.Err() != nil {
+						return
+					}
+					d.health.record(s.name(), err, d.now())
+					if err != nil {
 						d.log.Warn("discovery source failed", zap.String("source", s.name()), zap.Error(err))
 					}
 					res[i] = cands
@@ -261,6 +266,9 @@ func (d *Discoverer) round() {
 				go func() {
 					defer wg.Done()
 					apps, err := h.poll(ctx)
+					if ctx.Err() == nil {
+						d.health.record(h.name(), err, d.now())
+					}
 					if err != nil {
 						if ctx.Err() == nil {
 							d.log.Warn("history server failed", zap.String("source", h.name()), zap.Error(err))

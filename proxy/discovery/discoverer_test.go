@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -246,4 +247,60 @@ func TestEnvRetryDelay(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDiscovererSourceHealth: a ResourceManager that is down and a History
+// Server that answers are reported as such, and the RM as up once it
+// answers.
+func TestDiscovererSourceHealth(t *testing.T) {
+	t.Parallel()
+	var up atomic.Bool
+	rm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !up.Load() {
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"apps":null}`))
+	}))
+	t.Cleanup(rm.Close)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`[]`))
+	}))
+	t.Cleanup(hs.Close)
+	d, _ := startDiscoverer(t, Config{YARN: []URLSource{{URL: rm.URL}}, History: []HistorySource{{Name: "main", URL: hs.URL}}})
+
+	health := func(name string) (SourceHealth, bool) {
+		for _, s := range d.Sources() {
+			if s.Name == name {
+				return s, true
+			}
+		}
+		return SourceHealth{}, false
+	}
+	eventually := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s; sources: %+v", what, d.Sources())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	yarn := "yarn:" + rm.URL
+	eventually("the RM reported down", func() bool {
+		s, ok := health(yarn)
+		return ok && !s.Up && s.Failures > 0 && s.LastError != "" && s.LastSuccess.IsZero()
+	})
+	eventually("the History Server reported up", func() bool {
+		s, ok := health("history:main")
+		return ok && s.Up && !s.LastSuccess.IsZero()
+	})
+	up.Store(true)
+	eventually("the RM reported up", func() bool {
+		s, ok := health(yarn)
+		return ok && s.Up && s.LastError == "" && !s.LastSuccess.IsZero()
+	})
 }
