@@ -255,7 +255,7 @@ func TestEnvRetryDelay(t *testing.T) {
 func TestDiscovererSourceHealth(t *testing.T) {
 	t.Parallel()
 	var up atomic.Bool
-	rm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	rm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		if !up.Load() {
 			http.Error(w, "starting", http.StatusServiceUnavailable)
 			return
@@ -264,7 +264,7 @@ func TestDiscovererSourceHealth(t *testing.T) {
 		_, _ = w.Write([]byte(`{"apps":null}`))
 	}))
 	t.Cleanup(rm.Close)
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`[]`))
 	}))
