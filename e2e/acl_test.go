@@ -132,12 +132,17 @@ func (s *suite) startACL(t *testing.T, home SparkHome) *aclEnv {
 	// The drivers start while the History Server and the provider do.
 	var wg sync.WaitGroup
 	errs := make([]error, len(e.apps))
+	ids := &uniqueIDs{taken: map[string]bool{}}
 	for i, a := range e.apps {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d, err := StartDriver(ctx, s.root, home, DriverOptions{
-				Name: "acl-" + a.Key, EventDir: events, LogDir: logs, WorkDir: work, Confs: a.Confs, Light: true,
+			d, err := startUniqueDriver(ctx, ids, func() (*Driver, error) {
+				// A fresh log each try: StartDriver waits for lines in it.
+				_ = os.Remove(filepath.Join(logs, "acl-"+a.Key+".log"))
+				return StartDriver(ctx, s.root, home, DriverOptions{
+					Name: "acl-" + a.Key, EventDir: events, LogDir: logs, WorkDir: work, Confs: a.Confs, Light: true,
+				})
 			})
 			if err == nil {
 				a.Driver, a.ID = d, d.AppID
@@ -241,6 +246,52 @@ func (s *suite) startACL(t *testing.T, home SparkHome) *aclEnv {
 	e.clients["svc-reporter"] = &http.Client{Timeout: 60 * time.Second, Transport: bearer{e.token},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	return e
+}
+
+// uniqueIDs are the app ids of drivers started at once.
+type uniqueIDs struct {
+	mu    sync.Mutex
+	taken map[string]bool
+}
+
+// claim records id and reports whether no other driver had it.
+func (u *uniqueIDs) claim(id string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.taken[id] {
+		return false
+	}
+	u.taken[id] = true
+	return true
+}
+
+// startUniqueDriver starts a driver with start, again if its app id is one
+// another driver of ids already has. A local-mode app id is "local-" and
+// the millisecond its SparkContext started, so drivers started together
+// can draw the same one; the second then fails to create its event log
+// ("... already exists") or, without event logs, would run under the
+// first one's id.
+func startUniqueDriver(ctx context.Context, ids *uniqueIDs, start func() (*Driver, error)) (*Driver, error) {
+	var err error
+	for range 3 {
+		var d *Driver
+		d, err = start()
+		if err != nil {
+			if !strings.Contains(err.Error(), "already exists") {
+				return nil, err
+			}
+			continue // the same millisecond as another driver
+		}
+		if ids.claim(d.AppID) {
+			return d, nil
+		}
+		d.Kill()
+		err = fmt.Errorf("driver %s drew app id %s, which another driver has", d.Opts.Name, d.AppID)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, err
 }
 
 // driverOwner reads sparkUser from the driver's own app list.

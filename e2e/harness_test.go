@@ -1,0 +1,58 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestStartUniqueDriver: a driver that drew another's app id, or failed
+// on its event log for that reason, is started again; other failures are
+// not retried.
+func TestStartUniqueDriver(t *testing.T) {
+	ctx := ctxFor(t, time.Minute)
+	var started []*Driver
+	fake := func(id string) *Driver {
+		p, err := StartProc("fake driver", exec.Command("sleep", "60"), filepath.Join(t.TempDir(), "fake.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := &Driver{Proc: p, AppID: id, Opts: DriverOptions{Name: "fake"}}
+		started = append(started, d)
+		t.Cleanup(d.Kill)
+		return d
+	}
+	ids := &uniqueIDs{taken: map[string]bool{"local-1": true}}
+	tries := 0
+	d, err := startUniqueDriver(ctx, ids, func() (*Driver, error) {
+		tries++
+		switch tries {
+		case 1:
+			return nil, errors.New("driver acl-B: process exited: java.io.IOException: Target log directory already exists")
+		case 2:
+			return fake("local-1"), nil
+		}
+		return fake("local-2"), nil
+	})
+	if err != nil || d.AppID != "local-2" || tries != 3 {
+		t.Fatalf("startUniqueDriver = %v, %v after %d tries; want local-2 after 3", d, err, tries)
+	}
+	if !started[0].Proc.Exited() {
+		t.Errorf("the driver that drew local-1 again still runs; want it killed")
+	}
+	if !ids.taken["local-2"] {
+		t.Errorf("local-2 was not claimed")
+	}
+
+	tries = 0
+	if _, err := startUniqueDriver(ctx, ids, func() (*Driver, error) {
+		tries++
+		return nil, errors.New("driver acl-C: python not found")
+	}); err == nil || tries != 1 {
+		t.Errorf("startUniqueDriver with another failure = %v after %d tries; want that error after 1", err, tries)
+	}
+}
