@@ -378,21 +378,29 @@ func (s *suite) checkProbeAndNoConfig(t *testing.T, home SparkHome) {
 	}
 	t.Cleanup(ngw.Stop)
 
-	// Both drivers at once (two cores; they mostly wait on the JVM).
+	// Both drivers at once (two cores; they mostly wait on the JVM), with
+	// distinct app ids.
 	var wg sync.WaitGroup
 	var dp, dl *Driver
 	var errP, errL error
+	ids := &uniqueIDs{taken: map[string]bool{}}
+	small := func(opt SmallOptions) (*Driver, error) {
+		return startUniqueDriver(ctx, ids, func() (*Driver, error) {
+			_ = os.Remove(opt.LogPath) // a fresh log each try
+			return StartSmallDriver(ctx, s.root, home, opt)
+		})
+	}
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		dp, errP = StartSmallDriver(ctx, s.root, home, SmallOptions{
+		dp, errP = small(SmallOptions{
 			Name: "probed", LogPath: filepath.Join(dir, "probed.log"), WorkDir: filepath.Join(dir, "driver-p"),
 			Confs: map[string]string{"spark.ui.port": strconv.Itoa(port)},
 		})
 	}()
 	go func() {
 		defer wg.Done()
-		dl, errL = StartSmallDriver(ctx, s.root, home, SmallOptions{
+		dl, errL = small(SmallOptions{
 			Name: "logged", LogPath: filepath.Join(sparkLogs, "logged.log"), WorkDir: filepath.Join(dir, "driver-l"),
 		})
 	}()

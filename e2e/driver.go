@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -215,4 +216,50 @@ func (d *Driver) Stop(ctx context.Context) error {
 // Kill ends the driver at once (for cleanup after a failure).
 func (d *Driver) Kill() {
 	_ = d.Proc.Stop(10 * time.Second)
+}
+
+// uniqueIDs are the app ids of drivers started at once.
+type uniqueIDs struct {
+	mu    sync.Mutex
+	taken map[string]bool
+}
+
+// claim records id and reports whether no other driver had it.
+func (u *uniqueIDs) claim(id string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.taken[id] {
+		return false
+	}
+	u.taken[id] = true
+	return true
+}
+
+// startUniqueDriver starts a driver with start, again if its app id is one
+// another driver of ids already has. A local-mode app id is "local-" and
+// the millisecond its SparkContext started, so drivers started together
+// can draw the same one; the second then fails to create its event log
+// ("... already exists") or, without event logs, would run under the
+// first one's id.
+func startUniqueDriver(ctx context.Context, ids *uniqueIDs, start func() (*Driver, error)) (*Driver, error) {
+	var err error
+	for range 3 {
+		var d *Driver
+		d, err = start()
+		if err != nil {
+			if !strings.Contains(err.Error(), "already exists") {
+				return nil, err
+			}
+			continue // the same millisecond as another driver
+		}
+		if ids.claim(d.AppID) {
+			return d, nil
+		}
+		d.Kill()
+		err = fmt.Errorf("driver %s drew app id %s, which another driver has", d.Opts.Name, d.AppID)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, err
 }
