@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"encoding/base64"
-	"fmt"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -31,16 +30,7 @@ func TestAuth(t *testing.T) {
 	s.requireGateway(t)
 	ctx := ctxFor(t, 3*time.Minute)
 	dir := s.freshDir(t, "auth")
-	gwPort, err := FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	gwURL := fmt.Sprintf("http://127.0.0.1:%d", gwPort)
-	op, err := StartOIDC(ctx, s.root, dir, aclSecret, []string{gwURL + "/oauth2/callback"}, []string{gwURL + "/"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = op.Stop() })
+	op, gwPort, gwURL := s.providerFor(ctx, t, dir, aclSecret)
 	gw, err := StartGateway(ctx, s.gwBin, dir, GatewayOptions{
 		Port:     gwPort,
 		LogGlobs: []string{filepath.Join(dir, "no-drivers", "*.log")},

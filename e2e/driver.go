@@ -113,15 +113,29 @@ func StartDriver(ctx context.Context, root string, home SparkHome, opt DriverOpt
 		}
 		close(d.servingAt)
 	}()
-	m, _, err = d.waitLine(ctx, reE2EApp)
-	if err != nil {
+	if _, err := d.waitAppLine(ctx); err != nil {
 		return nil, err
 	}
-	d.AppID = m[1]
-	if u, err := url.Parse(m[2]); err == nil {
-		d.UIHost = u.Hostname()
-	}
 	return d, nil
+}
+
+// waitAppLine waits for app.py's "E2E app_id=… ui=…" line and takes the
+// app id, the UI's host and, when the SparkUI line gave none, its port.
+func (d *Driver) waitAppLine(ctx context.Context) (time.Time, error) {
+	m, at, err := d.waitLine(ctx, reE2EApp)
+	if err != nil {
+		return at, err
+	}
+	u, err := url.Parse(m[2])
+	if err != nil {
+		d.Kill()
+		return at, fmt.Errorf("driver %s: UI URL %q: %w", d.Opts.Name, m[2], err)
+	}
+	d.AppID, d.UIHost = m[1], u.Hostname()
+	if d.UIPort == 0 {
+		d.UIPort, _ = strconv.Atoi(u.Port())
+	}
+	return at, nil
 }
 
 // launch starts cmd as the driver's process (label names it in errors),

@@ -215,19 +215,10 @@ func (s *suite) checkFallback(t *testing.T, e *killEnv) {
 		if err := mkdir(mdir); err != nil {
 			t.Fatal(err)
 		}
-		gw2, err := StartGateway(ctx, s.gwBin, mdir, GatewayOptions{
+		gw2, c2 := s.localGateway(ctx, t, mdir, GatewayOptions{
 			LogGlobs: []string{filepath.Join(e.dir, "driver-logs", "*.log")}, HistoryURL: e.hs.URL, HistoryACLs: true,
 			Auth: map[string]any{"mode": "local", "local": map[string]any{"user": "mallory"}},
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer gw2.Stop()
-		jar, err := gw2.LocalSession(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c2 := NoRedirectClient(jar)
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			resp, err := getNoFollow(ctx, c2, gw2.URL+"/api/v1/applications/"+e.d.AppID+"/logs")

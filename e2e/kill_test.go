@@ -436,19 +436,10 @@ func (s *suite) checkConfirm(t *testing.T, e *killEnv) {
 	if err := mkdir(gdir); err != nil {
 		t.Fatal(err)
 	}
-	gw, err := StartGateway(ctx, s.gwBin, gdir, GatewayOptions{
+	gw, c := s.localGateway(ctx, t, gdir, GatewayOptions{
 		LogGlobs: []string{filepath.Join(e.dir, "driver-logs", "*.log")}, HistoryURL: e.hs.URL, HistoryACLs: true,
 		Proxy: map[string]any{"kill": "modify-acl"},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gw.Stop()
-	jar, err := gw.LocalSession(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := NoRedirectClient(jar)
 	if _, _, err := gw.WaitListed(ctx, c, func(id string) bool { return id == e.d.AppID }); err != nil {
 		t.Fatal(err)
 	}
@@ -517,7 +508,7 @@ func (s *suite) checkConfirm(t *testing.T, e *killEnv) {
 	}
 	defer b.Close()
 	gwURL, _ := url.Parse(gw.URL)
-	if err := b.SetCookies(gw.URL, jar.Cookies(gwURL)); err != nil {
+	if err := b.SetCookies(gw.URL, c.Jar.Cookies(gwURL)); err != nil {
 		t.Fatal(err)
 	}
 	// A script on the gateway's origin (a hostile "driver" page) can

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -94,6 +95,25 @@ func (s *suite) versionDir(t *testing.T, version string) (dir, events, logs stri
 // freshDir returns an empty e2e/out/<name>.
 // localGateway starts a gateway in local auth mode in dir, stopped when t
 // ends, and returns it with a signed-in client that does not follow
+// providerFor starts the OIDC provider (stopped when t ends) with client
+// secret for a gateway yet to start: it picks the gateway's port, registers
+// its callback and post-logout URLs, and returns the provider, the port and
+// the gateway's URL.
+func (s *suite) providerFor(ctx context.Context, t *testing.T, dir, secret string) (*OIDCProvider, int, string) {
+	t.Helper()
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gwURL := fmt.Sprintf("http://127.0.0.1:%d", port)
+	op, err := StartOIDC(ctx, s.root, dir, secret, []string{gwURL + "/oauth2/callback"}, []string{gwURL + "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = op.Stop() })
+	return op, port, gwURL
+}
+
 // redirects.
 func (s *suite) localGateway(ctx context.Context, t *testing.T, dir string, opt GatewayOptions) (*Gateway, *http.Client) {
 	t.Helper()

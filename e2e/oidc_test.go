@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/cookiejar"
 	"path/filepath"
@@ -68,16 +67,7 @@ func TestOIDCGateway(t *testing.T) {
 	ctx := ctxFor(t, 5*time.Minute)
 	dir := s.freshDir(t, "oidc-gateway")
 	const secret = "e2e-client-secret-not-secret"
-	gwPort, err := FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	gwURL := fmt.Sprintf("http://127.0.0.1:%d", gwPort)
-	op, err := StartOIDC(ctx, s.root, dir, secret, []string{gwURL + "/oauth2/callback"}, []string{gwURL + "/"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = op.Stop() })
+	op, gwPort, _ := s.providerFor(ctx, t, dir, secret)
 	gw, err := StartGateway(ctx, s.gwBin, dir, GatewayOptions{
 		Port:     gwPort,
 		LogGlobs: []string{filepath.Join(dir, "no-drivers", "*.log")},

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,13 +64,8 @@ func StartSmallDriver(ctx context.Context, root string, home SparkHome, opt Smal
 	if opt.OnUIPort != nil {
 		opt.OnUIPort(d.UIPort, at)
 	}
-	m, _, err = d.waitLine(ctx, reE2EApp)
-	if err != nil {
+	if _, err := d.waitAppLine(ctx); err != nil {
 		return nil, err
-	}
-	d.AppID = m[1]
-	if u, err := url.Parse(m[2]); err == nil {
-		d.UIHost = u.Hostname()
 	}
 	return d, nil
 }

@@ -191,17 +191,10 @@ func StartYARNDriver(ctx context.Context, root string, home SparkHome, y *MiniYA
 	if err := d.launch("yarn driver", cmd, opt.LogPath); err != nil {
 		return nil, err
 	}
-	m, at, err := d.waitLine(ctx, reE2EApp)
+	at, err := d.waitAppLine(ctx)
 	if err != nil {
 		return nil, err
 	}
-	d.AppID, d.UILineAt = m[1], at
-	u, err := url.Parse(m[2])
-	if err != nil {
-		d.Kill()
-		return nil, fmt.Errorf("driver %s: UI URL %q: %w", opt.Name, m[2], err)
-	}
-	d.UIHost = u.Hostname()
-	d.UIPort, _ = strconv.Atoi(u.Port())
+	d.UILineAt = at
 	return d, nil
 }

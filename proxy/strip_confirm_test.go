@@ -130,17 +130,7 @@ func TestConfirmLinkGolden(t *testing.T) {
 				return
 			}
 			links += n
-			golden := strings.TrimSuffix(page, ".html") + ".confirm.golden"
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			wantB, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("reading golden (run with -update): %v", err)
-			}
-			if got != string(wantB) {
+			if golden := strings.TrimSuffix(page, ".html") + ".confirm.golden"; got != readGolden(t, golden, got) {
 				t.Errorf("confirmLinks(%s) differs from %s", page, golden)
 			}
 		})

@@ -21,6 +21,22 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the .golden files in testdata")
 
+// readGolden returns the golden file's content, after writing got to it
+// when the tests run with -update.
+func readGolden(t *testing.T, golden, got string) string {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("reading golden (run with -update): %v", err)
+	}
+	return string(want)
+}
+
 // strip runs s through a stripping reader whose source gives n bytes per
 // Read, reading its output n bytes at a time.
 func strip(t testing.TB, s string, n int) string {
@@ -145,17 +161,7 @@ func TestStripperGolden(t *testing.T) {
 			}
 			in := string(inB)
 			got := strip(t, in, 4096)
-			golden := strings.TrimSuffix(page, ".html") + ".golden"
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("reading golden (run with -update): %v", err)
-			}
-			if got != string(want) {
+			if golden := strings.TrimSuffix(page, ".html") + ".golden"; got != readGolden(t, golden, got) {
 				t.Errorf("strip(%s) differs from %s", page, golden)
 			}
 			if strings.Contains(got, "kill-link") || regexp.MustCompile(`/kill/`).MatchString(got) {
