@@ -1,12 +1,9 @@
 package proxy
 
 import (
-	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -96,21 +93,10 @@ func (m *Metrics) observeKillRefused(reason string) {
 	m.killRefused.WithLabelValues(reason).Inc()
 }
 
-func (m *Metrics) observeUpstreamError(err error) {
+// observeUpstreamError counts a failure of the kind upstreamErrorKind gave.
+func (m *Metrics) observeUpstreamError(kind string) {
 	if m == nil {
 		return
-	}
-	kind := "other"
-	var ne net.Error
-	switch {
-	case errors.Is(err, errRedirectAway):
-		kind = "redirect_away"
-	case errors.Is(err, errEncodedHTML):
-		kind = "encoded_html"
-	case errors.Is(err, syscall.ECONNREFUSED):
-		kind = "refused"
-	case errors.As(err, &ne) && ne.Timeout():
-		kind = "timeout"
 	}
 	m.upstreamErrors.WithLabelValues(kind).Inc()
 }

@@ -345,25 +345,25 @@ func (s *Server) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 		w.WriteHeader(statusClientClosed)
 		return
 	}
-	s.metrics.observeUpstreamError(err)
+	kind := upstreamErrorKind(err)
+	s.metrics.observeUpstreamError(kind)
 	he := &httpError{Status: http.StatusBadGateway, AppID: st.route.AppID, Title: "Upstream did not answer", Cause: err}
-	var ne net.Error
-	switch {
-	case errors.Is(err, errRedirectAway):
+	switch kind {
+	case upstreamRedirectAway:
 		// Usually the app has just finished: reload until discovery has
 		// seen it end and the bookmark leads to the History Server.
 		he.Status = http.StatusServiceUnavailable
 		he.Title = "Application may have finished"
 		he.Msg = fmt.Sprintf("%s of %s sent the browser to a server outside the gateway, as a YARN ResourceManager does once an application has finished; this page reloads itself", st.upstream.label, appLabel(st))
 		he.RetryAfter = 5
-	case errors.Is(err, errEncodedHTML):
+	case upstreamEncodedHTML:
 		he.Title = "Unsafe upstream answer"
 		he.Msg = fmt.Sprintf("%s sent a page sparkgate cannot check for kill controls", st.upstream.label)
-	case errors.As(err, &ne) && ne.Timeout():
+	case upstreamTimeout:
 		he.Msg = fmt.Sprintf("%s of %s did not answer in time", st.upstream.label, appLabel(st))
 	default:
 		he.Msg = fmt.Sprintf("%s of %s did not answer", st.upstream.label, appLabel(st))
-		if st.suspectID != "" && errors.Is(err, syscall.ECONNREFUSED) {
+		if st.suspectID != "" && kind == upstreamRefused {
 			// A driver that has just stopped refuses connections before
 			// discovery has seen it end: reload, so the bookmark turns
 			// into the waiting page or the History Server's view.
@@ -375,6 +375,31 @@ func (s *Server) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 		s.suspect(st.suspectID)
 	}
 	s.writeError(w, r, st, he)
+}
+
+// Kinds of upstream failure: they choose the error page and label the
+// sparkgate_upstream_errors_total metric.
+const (
+	upstreamRedirectAway = "redirect_away"
+	upstreamEncodedHTML  = "encoded_html"
+	upstreamRefused      = "refused"
+	upstreamTimeout      = "timeout"
+	upstreamOther        = "other"
+)
+
+func upstreamErrorKind(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, errRedirectAway):
+		return upstreamRedirectAway
+	case errors.Is(err, errEncodedHTML):
+		return upstreamEncodedHTML
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return upstreamRefused
+	case errors.As(err, &ne) && ne.Timeout():
+		return upstreamTimeout
+	}
+	return upstreamOther
 }
 
 func appLabel(st *reqState) string {
