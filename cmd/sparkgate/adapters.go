@@ -59,7 +59,9 @@ func (z *authorizer) Authorize(id proxy.Identity, app *discovery.App, hist *disc
 		if props == nil {
 			props = unknownACL
 		}
-		d = z.c.DecideHistory(sub, z.history[hist.Server], props, app.User, act)
+		// The History Server's owner, never a live claim: a driver may say
+		// anything about itself, the event log is what the server serves.
+		d = z.c.DecideHistory(sub, z.history[hist.Server], props, hist.User, act)
 	}
 	return proxy.Verdict{Allow: d.Allow, Reasons: d.Reasons, Grant: d.Grant}
 }

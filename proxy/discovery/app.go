@@ -36,6 +36,10 @@ type HistoryRef struct {
 	Attempts []string
 	// Completed is the History Server's own view of the newest attempt.
 	Completed bool
+	// User is the newest attempt's sparkUser as the History Server read it
+	// from the event log: the owner for history ACL purposes, whatever a
+	// live driver claims.
+	User string
 	// ACLProps are the ACL properties from the app's event log (the first
 	// environment update), as the History Server would apply them.
 	ACLProps map[string]string

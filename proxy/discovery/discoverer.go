@@ -52,8 +52,9 @@ type Discoverer struct {
 	ctx         context.Context
 	targets     map[string]*target
 	apps        map[string]*liveApp
-	histApps    map[string][]historyApp // by History Server name
-	logCands    map[string][]candidate  // by log path
+	histApps    map[string][]historyApp  // by History Server name
+	histByID    map[string][]*historyApp // into histApps, by app id
+	logCands    map[string][]candidate   // by log path
 	pollBusy    bool
 	histBusy    bool
 	pollsDone   bool
@@ -76,6 +77,7 @@ type target struct {
 	fromLogAt  time.Time // when a log line last named it, for timing logs
 	verifyAt   time.Time // when the current or last verification started
 	bySourceAt time.Time
+	refused    string // the app id whose claim here was last refused, to count each once
 }
 
 // liveApp is an app found on a driver, running or ended.
@@ -321,6 +323,7 @@ func (d *Discoverer) onHistory(res [][]historyApp, ok []bool) {
 			d.histApps[h.cfg.Name] = res[i]
 		}
 	}
+	d.reconcileHistory()
 	d.dirty = true
 }
 
@@ -380,7 +383,11 @@ func (d *Discoverer) onVerified(t *target, info driverInfo, err error) {
 		d.log.Debug("candidate not verified", zap.String("upstream", u2s(t.c.url)), zap.String("source", t.c.source), zap.Error(err))
 		return
 	}
-	t.fails = 0
+	if reason := d.claimConflict(t, info); reason != "" {
+		d.refuseClaim(t, info.ID, info.User, reason)
+		return
+	}
+	t.fails, t.refused = 0, ""
 	if old := d.apps[info.ID]; old != nil && old.app.State == Running && old.key != key {
 		t.appID = info.ID // the same driver under a second address
 		return
@@ -476,7 +483,7 @@ func (d *Discoverer) onChecked(id string, a *liveApp, got apiApp, err error, sus
 	if d.apps[id] != a || a.app.State != Running {
 		return
 	}
-	if err == nil && got.ID == id {
+	if err == nil && got.ID == id && attemptUser(got) == a.app.User {
 		a.fails = 0
 		a.app.LastSeen = d.now()
 		d.dirty = true
@@ -553,7 +560,7 @@ func (d *Discoverer) onLogs(changes []logCandidates, at time.Time, first bool) {
 			if err != nil {
 				continue
 			}
-			cs = append(cs, candidate{url: u, source: "log:" + ch.path})
+			cs = append(cs, candidate{url: u, source: "log:" + ch.path, appID: ch.appHint})
 		}
 		if len(cs) == 0 {
 			delete(d.logCands, ch.path)
@@ -571,6 +578,12 @@ func (d *Discoverer) onLogs(changes []logCandidates, at time.Time, first bool) {
 		}
 		for _, c := range cs {
 			t := d.targets[c.key()]
+			if t != nil && t.appID != "" && c.appID != "" && c.appID != t.appID {
+				// The log's id line names another app than the one
+				// verified at its URL.
+				d.evictClaim(t.appID, "the driver's log names app "+c.appID)
+				continue
+			}
 			if t != nil && t.appID != "" {
 				// A new UI line for a URL we know: maybe a new driver on a
 				// reused port. The check tells.
@@ -629,12 +642,17 @@ func (d *Discoverer) publish() {
 			delete(d.apps, id)
 			continue
 		}
+		if a.app.State == Ended && first[id] != nil {
+			// A finished app is what its History Server says it is,
+			// whatever its driver claimed while it ran.
+			continue
+		}
 		cp := a.app
 		cp.History = refs[id]
 		apps = append(apps, &cp)
 	}
 	for id, ha := range first {
-		if d.apps[id] != nil {
+		if a := d.apps[id]; a != nil && a.app.State == Running {
 			continue
 		}
 		apps = append(apps, &App{

@@ -92,7 +92,7 @@ func (h *historySource) poll(ctx context.Context) ([]historyApp, error) {
 			ID: a.ID, Name: a.Name, User: newest.SparkUser, AttemptID: newest.AttemptID,
 			SparkVersion: newest.AppSparkVersion,
 			Ref: HistoryRef{
-				Server: h.cfg.Name, BaseURL: h.base, Completed: newest.Completed,
+				Server: h.cfg.Name, BaseURL: h.base, Completed: newest.Completed, User: newest.SparkUser,
 				ACLsEnable: h.cfg.ACLsEnable, AdminACLs: h.cfg.AdminACLs, AdminACLsGroups: h.cfg.AdminACLsGroups,
 			},
 		}
