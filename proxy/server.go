@@ -40,6 +40,9 @@ type Options struct {
 	// Suspect, if set, is told that a live app's driver did not answer, so
 	// that discovery re-checks it now rather than at its next round.
 	Suspect func(appID string)
+	// WantACLs, if set, is told that a request waits for an app's ACLs
+	// (Verdict.Pending), so that discovery reads them before any other.
+	WantACLs func(appID string)
 	// Sources describes where discovery looks ("driver logs /var/log/spark",
 	// "port probe 10.0.0.5:4040-4056"); the index shows it when empty.
 	Sources []string
@@ -70,6 +73,7 @@ type Server struct {
 	hsNames   []string
 	ready     func() bool
 	suspect   func(string)
+	wantACLs  func(string)
 	sources   []string
 	csrfKey   []byte
 	secure    bool // mark the gateway's cookies Secure
@@ -116,23 +120,24 @@ func New(o Options) (*Server, error) {
 		}
 	}
 	s := &Server{
-		cfg:     cfg,
-		guard:   Guard{AllowHeapHistogram: cfg.AllowHeapHistogram, AllowThreadDump: cfg.AllowThreadDump},
-		reg:     o.Registry,
-		authn:   o.Authn,
-		authz:   o.Authz,
-		hs:      make(map[string]*url.URL, len(o.HistoryServers)),
-		ready:   o.Ready,
-		suspect: o.Suspect,
-		sources: o.Sources,
-		csrfKey: key,
-		secure:  o.SecureCookies,
-		log:     o.Logger,
-		audit:   o.Audit,
-		metrics: o.Metrics,
-		pages:   pg,
-		static:  staticHandler(),
-		now:     time.Now,
+		cfg:      cfg,
+		guard:    Guard{AllowHeapHistogram: cfg.AllowHeapHistogram, AllowThreadDump: cfg.AllowThreadDump},
+		reg:      o.Registry,
+		authn:    o.Authn,
+		authz:    o.Authz,
+		hs:       make(map[string]*url.URL, len(o.HistoryServers)),
+		ready:    o.Ready,
+		suspect:  o.Suspect,
+		wantACLs: o.WantACLs,
+		sources:  o.Sources,
+		csrfKey:  key,
+		secure:   o.SecureCookies,
+		log:      o.Logger,
+		audit:    o.Audit,
+		metrics:  o.Metrics,
+		pages:    pg,
+		static:   staticHandler(),
+		now:      time.Now,
 	}
 	for name, u := range o.HistoryServers {
 		if !ValidServerName(name) {
@@ -244,6 +249,23 @@ func (s *Server) authorize(st *reqState, app *discovery.App, hist *discovery.His
 	s.metrics.observeDecision(action, v.Allow)
 	if v.Allow {
 		return nil
+	}
+	if v.Pending {
+		if s.wantACLs != nil {
+			s.wantACLs(app.ID)
+		}
+		where := "its driver's environment"
+		if hist != nil {
+			where = "its event log on History Server " + hist.Server
+		}
+		return &httpError{
+			Status: http.StatusServiceUnavailable,
+			Title:  "Access lists not read yet",
+			Msg: fmt.Sprintf("sparkgate has not yet read the access lists of application %s from %s, so it cannot tell whether %s may %s it; this page reloads itself",
+				app.ID, where, st.ident.User, action),
+			AppID:      app.ID,
+			RetryAfter: 2,
+		}
 	}
 	return &httpError{
 		Status: http.StatusForbidden,

@@ -67,6 +67,7 @@ func run(ctx context.Context, cfg Config) error {
 		HistoryServers: historyURLs,
 		Ready:          disc.Ready,
 		Suspect:        disc.Suspect,
+		WantACLs:       disc.WantACLs,
 		Sources:        describeSources(cfg.Discovery),
 		CSRFKey:        csrfKey(),
 		SecureCookies:  strings.HasPrefix(cfg.PublicURL, "https://"),

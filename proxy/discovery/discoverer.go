@@ -44,6 +44,7 @@ type Discoverer struct {
 	now      func() time.Time
 
 	suspect chan string
+	wantACL chan string
 	events  chan func()
 	ready   atomic.Bool
 	health  health
@@ -54,6 +55,7 @@ type Discoverer struct {
 	apps        map[string]*liveApp
 	histApps    map[string][]historyApp  // by History Server name
 	histByID    map[string][]*historyApp // into histApps, by app id
+	aclBusy     map[string]bool          // "server/app id" whose history ACLs are being read for a request
 	logCands    map[string][]candidate   // by log path
 	pollBusy    bool
 	histBusy    bool
@@ -107,6 +109,8 @@ func New(cfg Config, reg *Registry, logger *zap.Logger) *Discoverer {
 	d := &Discoverer{
 		cfg: cfg, reg: reg, log: logger, c: newClient(nil), now: time.Now,
 		suspect:  make(chan string, suspectQueue),
+		wantACL:  make(chan string, suspectQueue),
+		aclBusy:  map[string]bool{},
 		events:   make(chan func(), 256),
 		targets:  map[string]*target{},
 		apps:     map[string]*liveApp{},
@@ -210,6 +214,8 @@ func (d *Discoverer) Run(ctx context.Context) error {
 			d.round()
 		case id := <-d.suspect:
 			d.checkApp(id, true)
+		case id := <-d.wantACL:
+			d.readACLsNow(id)
 		case f := <-d.events:
 			f()
 		}

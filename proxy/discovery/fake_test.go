@@ -18,7 +18,7 @@ type fakeDriver struct {
 	mu       sync.Mutex
 	id       string
 	user     string // sparkUser, "alice" unless set
-	starting int // placeholder answers left
+	starting int    // placeholder answers left
 	props    [][]string
 	hits     atomic.Int64
 	// envGate, when set, holds every environment request until it is

@@ -125,3 +125,61 @@ func sourceKind(source string) string {
 	k, _, _ := strings.Cut(source, ":")
 	return k
 }
+
+// WantACLs asks for an app's ACLs to be read now, before any other read: a
+// request is waiting for them (its answer is "not yet" until they are). It
+// never blocks.
+func (d *Discoverer) WantACLs(appID string) {
+	select {
+	case d.wantACL <- appID:
+	default: // a queue this full means reads are already on the way
+	}
+}
+
+// readACLsNow starts the reads of an app's unknown ACLs: its live driver's
+// environment and, for every History Server that lists it without them,
+// its event log's.
+func (d *Discoverer) readACLsNow(id string) {
+	if a := d.apps[id]; a != nil && a.app.State == Running && !a.envKnown {
+		d.readEnv(id, a)
+	}
+	for _, ha := range d.histByID[id] {
+		if ha.Ref.ACLProps != nil {
+			continue
+		}
+		h := d.histSource(ha.Ref.Server)
+		key := ha.Ref.Server + "/" + id
+		if h == nil || d.aclBusy[key] {
+			continue
+		}
+		d.aclBusy[key] = true
+		ctx, attempt, completed := d.ctx, ha.AttemptID, ha.Ref.Completed
+		go func() {
+			acl, err := h.fetchACLs(ctx, id, attempt, completed)
+			d.send(ctx, func() { d.onHistoryACLs(key, h.cfg.Name, id, acl, err) })
+		}()
+	}
+}
+
+func (d *Discoverer) onHistoryACLs(key, server, id string, acl map[string]string, err error) {
+	delete(d.aclBusy, key)
+	if err != nil {
+		d.log.Debug("history ACLs unreadable", zap.String("app_id", id), zap.String("history", server), zap.Error(err))
+		return
+	}
+	for _, ha := range d.histByID[id] {
+		if ha.Ref.Server == server && ha.Ref.ACLProps == nil {
+			ha.Ref.ACLProps = acl
+			d.dirty = true
+		}
+	}
+}
+
+func (d *Discoverer) histSource(name string) *historySource {
+	for _, h := range d.hist {
+		if h.cfg.Name == name {
+			return h
+		}
+	}
+	return nil
+}

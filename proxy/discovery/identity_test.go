@@ -13,8 +13,9 @@ import (
 // fakeHistory is a History Server listing apps; its list can change.
 type fakeHistory struct {
 	srv  *httptest.Server
-	mu   sync.Mutex
-	list string // the /api/v1/applications answer
+	mu      sync.Mutex
+	list    string // the /api/v1/applications answer
+	envFail bool   // environments answer 404, as for an app still being parsed
 }
 
 func newFakeHistory(t *testing.T, list string) *fakeHistory {
@@ -22,10 +23,14 @@ func newFakeHistory(t *testing.T, list string) *fakeHistory {
 	h := &fakeHistory{list: list}
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.mu.Lock()
-		list := h.list
+		list, envFail := h.list, h.envFail
 		h.mu.Unlock()
 		if r.URL.Path == "/api/v1/applications" {
 			fmt.Fprint(w, list)
+			return
+		}
+		if envFail {
+			http.Error(w, "no such app", http.StatusNotFound)
 			return
 		}
 		fmt.Fprint(w, `{"sparkProperties":[["spark.acls.enable","true"]]}`)
@@ -149,4 +154,26 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestWantACLsReadsHistoryNow: a History Server that could not give an
+// app's ACLs at its listing (it answers 404 while it parses the event log)
+// is asked again at once when a request waits for them, not a minute later.
+func TestWantACLsReadsHistoryNow(t *testing.T) {
+	t.Parallel()
+	hs := newFakeHistory(t, "["+histEntry("app-5-0001", "dave", true)+"]")
+	hs.envFail = true
+	d, reg := startDiscoverer(t, Config{History: []HistorySource{{Name: "hs", URL: hs.srv.URL}}})
+	waitFor(t, reg, "listed without ACLs", func(s *Snapshot) bool {
+		a, ok := s.Lookup("app-5-0001")
+		return ok && len(a.History) == 1 && a.History[0].ACLProps == nil
+	})
+	hs.mu.Lock()
+	hs.envFail = false
+	hs.mu.Unlock()
+	d.WantACLs("app-5-0001")
+	waitFor(t, reg, "its ACLs", func(s *Snapshot) bool {
+		a, _ := s.Lookup("app-5-0001")
+		return a.History[0].ACLProps["spark.acls.enable"] == "true"
+	})
 }
