@@ -12,7 +12,7 @@ import (
 
 // fakeHistory is a History Server listing apps; its list can change.
 type fakeHistory struct {
-	srv  *httptest.Server
+	srv     *httptest.Server
 	mu      sync.Mutex
 	list    string // the /api/v1/applications answer
 	envFail bool   // environments answer 404, as for an app still being parsed
