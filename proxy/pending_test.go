@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -42,5 +43,23 @@ func TestPendingACLsAnswerNotYet(t *testing.T) {
 	}
 	if n := len(h.drv.requests()) + len(h.hs.requests()); n != 0 {
 		t.Errorf("upstreams received %d requests; want none", n)
+	}
+}
+
+// TestProxyDialsPinnedAddress: the proxy dials the address discovery
+// verified for a driver's host name, not whatever the name resolves to at
+// request time (here it resolves to nothing).
+func TestProxyDialsPinnedAddress(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	named, _ := url.Parse("http://driver.invalid:4040")
+	h.reg.Store(discovery.NewSnapshot([]*discovery.App{{ID: appLive, User: "alice", State: discovery.Running,
+		UIURL: named, Addr: h.drv.url().Host, ACLProps: map[string]string{}}}))
+	resp, body := h.do(t, http.MethodGet, "/app/"+appLive+"/jobs/", "alice", nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET through a pinned driver = %d; want 200\n%s", resp.StatusCode, body)
+	}
+	if got := h.drv.last(t).Path; got != "/jobs/" {
+		t.Errorf("driver got %q; want /jobs/", got)
 	}
 }

@@ -12,9 +12,11 @@
 package proxy
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"sort"
@@ -150,7 +152,17 @@ func New(o Options) (*Server, error) {
 		s.hsNames = append(s.hsNames, name)
 	}
 	sort.Strings(s.hsNames)
-	s.upstreams = newUpstreams(s, newTransport(cfg))
+	tr := newTransport(cfg)
+	// Dial the address discovery verified for a driver, never a fresh DNS
+	// answer for its host name (discovery.Snapshot.Pin).
+	dial := tr.DialContext
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if pinned, ok := s.reg.Load().Pin(addr); ok {
+			addr = pinned
+		}
+		return dial(ctx, network, addr)
+	}
+	s.upstreams = newUpstreams(s, tr)
 	return s, nil
 }
 

@@ -38,6 +38,7 @@ type Discoverer struct {
 	reg      *Registry
 	log      *zap.Logger
 	c        *client
+	pins     *pins
 	polls    []pollSource
 	hist     []*historySource
 	follower *follower
@@ -106,8 +107,11 @@ func New(cfg Config, reg *Registry, logger *zap.Logger) *Discoverer {
 	if logger == nil {
 		logger = zap.NewNop()
 	}
+	pn := newPins(cfg.AllowedNetworks)
+	tr := newTransport()
+	tr.DialContext = pn.dialer(tr.DialContext)
 	d := &Discoverer{
-		cfg: cfg, reg: reg, log: logger, c: newClient(nil), now: time.Now,
+		cfg: cfg, reg: reg, log: logger, c: newClient(tr), pins: pn, now: time.Now,
 		suspect:  make(chan string, suspectQueue),
 		wantACL:  make(chan string, suspectQueue),
 		aclBusy:  map[string]bool{},
@@ -363,7 +367,12 @@ func (d *Discoverer) verify(t *target) {
 	d.pending++
 	u := t.c.url
 	go func() {
-		info, err := d.c.verify(ctx, u)
+		addr, err := d.pins.resolve(ctx, u)
+		var info driverInfo
+		if err == nil {
+			info, err = d.c.verify(ctx, u)
+			info.addr = addr
+		}
 		d.send(ctx, func() { d.onVerified(t, info, err) })
 	}()
 }
@@ -386,7 +395,11 @@ func (d *Discoverer) onVerified(t *target, info driverInfo, err error) {
 			t.fails++
 			t.retryAt = now.Add(12 * time.Duration(d.cfg.Interval))
 		}
-		d.log.Debug("candidate not verified", zap.String("upstream", u2s(t.c.url)), zap.String("source", t.c.source), zap.Error(err))
+		log := d.log.Debug
+		if errors.Is(err, errNotAllowed) && t.fails == 1 {
+			log = d.log.Warn
+		}
+		log("candidate not verified", zap.String("upstream", u2s(t.c.url)), zap.String("source", t.c.source), zap.Error(err))
 		return
 	}
 	if reason := d.claimConflict(t, info); reason != "" {
@@ -406,7 +419,7 @@ func (d *Discoverer) onVerified(t *target, info driverInfo, err error) {
 	app := App{
 		ID: info.ID, Name: info.Name, User: info.User, AttemptID: info.AttemptID,
 		SparkVersion: info.SparkVersion, StartTime: info.Start, State: Running,
-		UIURL: t.c.url, Source: t.c.source, LastSeen: now,
+		UIURL: t.c.url, Addr: info.addr, Source: t.c.source, LastSeen: now,
 	}
 	if t.c.yarn {
 		app.ProxyBase = "/proxy/" + info.ID // the RM web proxy's, unless the environment names one
