@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -248,12 +249,15 @@ func Get(ctx context.Context, c *http.Client, u string, hdr http.Header) (Answer
 }
 
 // Verdict names an answer to an access attempt: "allow" (200), "deny"
-// (403), "login" (a redirect to sign-in or 401), else "status N".
+// (403, or the 404 of an unknown app), "login" (a redirect to sign-in or 401), else "status N".
 func (a Answer) Verdict() string {
 	switch {
 	case a.Status == http.StatusOK:
 		return "allow"
-	case a.Status == http.StatusForbidden:
+	case a.Status == http.StatusForbidden,
+		// A user who may not view an app gets the answer an unknown id
+		// gets (proxy.reveal_denied off); the apps asked about exist.
+		a.Status == http.StatusNotFound && bytes.Contains(a.Body, []byte("knows no application")):
 		return "deny"
 	case a.Status == http.StatusUnauthorized,
 		a.Status == http.StatusFound && strings.Contains(a.Location, "/oauth2/login"):

@@ -45,8 +45,13 @@ type Options struct {
 	// WantACLs, if set, is told that a request waits for an app's ACLs
 	// (Verdict.Pending), so that discovery reads them before any other.
 	WantACLs func(appID string)
+	// IsAdmin reports whether an identity is one of the gateway's admins;
+	// nil means none is.
+	IsAdmin func(Identity) bool
 	// Sources describes where discovery looks ("driver logs /var/log/spark",
-	// "port probe 10.0.0.5:4040-4056"); the index shows it when empty.
+	// "port probe 10.0.0.5:4040-4056"); the index shows it to admins when
+	// it lists nothing: it names hosts and paths that other users need not
+	// learn.
 	Sources []string
 	// CSRFKey signs kill confirmations (Kill "modify-acl"). Replicas behind
 	// one load balancer need the same key; nil picks a random one.
@@ -75,6 +80,7 @@ type Server struct {
 	hsNames   []string
 	ready     func() bool
 	suspect   func(string)
+	isAdmin   func(Identity) bool
 	wantACLs  func(string)
 	sources   []string
 	csrfKey   []byte
@@ -131,6 +137,7 @@ func New(o Options) (*Server, error) {
 		ready:    o.Ready,
 		suspect:  o.Suspect,
 		wantACLs: o.WantACLs,
+		isAdmin:  o.IsAdmin,
 		sources:  o.Sources,
 		csrfKey:  key,
 		secure:   o.SecureCookies,
@@ -278,6 +285,10 @@ func (s *Server) authorize(st *reqState, app *discovery.App, hist *discovery.His
 			AppID:      app.ID,
 			RetryAfter: 2,
 		}
+	}
+	if action == View && !s.cfg.RevealDenied {
+		// The same answer as for an id that names nothing.
+		return notFoundApp(app.ID)
 	}
 	return &httpError{
 		Status: http.StatusForbidden,

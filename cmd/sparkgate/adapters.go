@@ -76,3 +76,9 @@ func cmpOr(m, def map[string]string) map[string]string {
 	}
 	return m
 }
+
+// isAdmin reports whether an identity is one of the gateway-wide admins.
+func isAdmin(cfg policy.Config) func(proxy.Identity) bool {
+	p := policy.New(cfg)
+	return func(id proxy.Identity) bool { return p.IsAdmin(policy.Subject{User: id.User, Groups: id.Groups}) }
+}

@@ -68,6 +68,7 @@ func run(ctx context.Context, cfg Config) error {
 		Ready:          disc.Ready,
 		Suspect:        disc.Suspect,
 		WantACLs:       disc.WantACLs,
+		IsAdmin:        isAdmin(cfg.Policy),
 		Sources:        describeSources(cfg.Discovery),
 		CSRFKey:        csrfKey(),
 		SecureCookies:  strings.HasPrefix(cfg.PublicURL, "https://"),
