@@ -290,6 +290,7 @@ func (s *suite) checkFallback(t *testing.T, e *killEnv) {
 			t.Errorf("index row of %s is not marked finished: %s", e.d.AppID, row)
 		}
 	})
+	t.Run("takeover", func(t *testing.T) { s.checkTakeover(t, e) })
 }
 
 func getNoFollow(ctx context.Context, c *http.Client, u string) (*http.Response, error) {
