@@ -55,11 +55,11 @@ func (a *Authenticator) authenticateBearer(ctx context.Context, token string) (I
 	if err := idt.Claims(&claims); err != nil {
 		return refuse("claims", err)
 	}
-	user, groups, err := mapIdentity(claims, c.mapping)
+	m, err := mapIdentity(claims, c.mapping)
 	if err != nil {
 		return refuse("mapping", err)
 	}
-	s := &session{User: user, Groups: groups, Method: MethodBearer, Expiry: idt.Expiry}
+	s := &session{User: m.user, Groups: m.groups, Domain: m.domain, Method: MethodBearer, Expiry: idt.Expiry}
 	a.sessions.Add(key, s)
 	return s.identity(), true, nil
 }
