@@ -10,6 +10,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -298,4 +299,58 @@ func gateSessionValues(t *testing.T, b *Browser, gwURL string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestLocalLoginOnce runs the built gateway in local mode (no Spark): the
+// printed login URL signs in once; opening it again is refused; the token
+// is no bearer token; and -check-config refuses local mode on an address
+// that is not loopback unless auth.local.allow_remote is set.
+func TestLocalLoginOnce(t *testing.T) {
+	s := newSuite(t)
+	s.requireGateway(t)
+	ctx := ctxFor(t, 2*time.Minute)
+	dir := s.freshDir(t, "local-once")
+	gw, err := StartGateway(ctx, s.gwBin, dir, GatewayOptions{LogGlobs: []string{filepath.Join(dir, "no-drivers", "*.log")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gw.Stop)
+	token := gw.LoginURL[strings.Index(gw.LoginURL, "token=")+len("token="):]
+
+	// Tried as a bearer token first: refused, and the URL still works.
+	a, err := Get(ctx, &http.Client{Timeout: 30 * time.Second, Transport: bearer{token}}, gw.URL+"/api/v1/applications", nil)
+	if err != nil || a.Status != http.StatusUnauthorized {
+		t.Errorf("the login token as a bearer token = %d, %v; want 401", a.Status, err)
+	}
+	jar, err := gw.LocalSession(ctx)
+	if err != nil {
+		t.Fatalf("first use of the login URL: %v", err)
+	}
+	if apps, err := gw.Apps(ctx, NoRedirectClient(jar)); err != nil {
+		t.Errorf("app list with the session from the login URL: %v (%d apps)", err, len(apps))
+	}
+	// A second browser opening the same URL gets no session.
+	a, err = Get(ctx, NoRedirectClient(nil), gw.LoginURL, nil)
+	if err != nil || a.Status != http.StatusForbidden || !strings.Contains(string(a.Body), "works once and has been used") {
+		t.Errorf("second use of the login URL = %d %.200s, %v; want 403 saying it was used", a.Status, a.Body, err)
+	}
+	if _, err := gw.LocalSession(ctx); err == nil {
+		t.Errorf("a second LocalSession with the same login URL succeeded; want a refusal")
+	}
+	if a, err := Get(ctx, &http.Client{Timeout: 30 * time.Second, Transport: bearer{token}}, gw.URL+"/api/v1/applications", nil); err != nil || a.Status != http.StatusUnauthorized {
+		t.Errorf("the spent login token as a bearer token = %d, %v; want 401", a.Status, err)
+	}
+
+	for _, c := range []struct {
+		args []string
+		ok   bool
+	}{
+		{[]string{"-check-config", "-listen", "0.0.0.0:18123"}, false},
+		{[]string{"-check-config", "-listen", "127.0.0.1:18123"}, true},
+	} {
+		out, err := exec.CommandContext(ctx, s.gwBin, c.args...).CombinedOutput()
+		if c.ok != (err == nil) || !c.ok && !strings.Contains(string(out), "auth.local.allow_remote") {
+			t.Errorf("sparkgate %s = %v %q; want ok=%v (a refusal names auth.local.allow_remote)", strings.Join(c.args, " "), err, out, c.ok)
+		}
+	}
 }
