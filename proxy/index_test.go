@@ -14,7 +14,7 @@ func TestIndexListsOnlyPermittedApps(t *testing.T) {
 		name, user, query string
 		want, notWant     []string
 	}{
-		{"owner", "alice|eng", "", []string{appLive, appHistory, appWaiting, appYarn, `href="/app/` + appLive + `/"`, "signed in as", "(eng)", `href="/oauth2/logout"`, "running", "finished", "3.5.9"}, []string{appDenied, "payroll"}},
+		{"owner", "alice|eng", "", []string{appLive, appHistory, appWaiting, appYarn, `href="/app/` + appLive + `/"`, "signed in as", "(eng)", `<button class="signout" type="submit" form="signout">`, `<form id="signout" method="post" action="/oauth2/logout"></form>`, "running", "finished", "3.5.9"}, []string{appDenied, "payroll"}},
 		{"viewer", "bob", "", []string{appLive, appHistory}, []string{appDenied, appWaiting, appYarn}},
 		{"filter", "alice", "?q=NIGHT", []string{appHistory, `value="NIGHT"`}, []string{appLive, appYarn}},
 		// Where discovery looks (hosts, paths) is for admins: a user who
