@@ -169,6 +169,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		st = &reqState{}
 		r = r.WithContext(contextWithState(r.Context(), st))
 	}
+	if isServiceWorkerFetch(r) {
+		// Neither the gateway nor any upstream serves a service worker:
+		// one registered on the shared origin would outlive its app.
+		s.writeError(w, r, st, &httpError{Status: http.StatusForbidden, Title: "Refused by sparkgate",
+			Msg: "service workers are not served through sparkgate"})
+		return
+	}
 	if err := s.serve(w, r, st); err != nil {
 		s.writeError(w, r, st, err)
 	}

@@ -156,10 +156,19 @@ func (u *upstreams) newReverseProxy(t *upstreamTarget) *httputil.ReverseProxy {
 			pr.Out.URL.RawPath = ""
 			pr.SetURL(base)
 			pr.Out.URL.RawQuery = StripRequest(pr.Out.Header, pr.In.URL.RawQuery)
-			// The client's encodings are not the gateway's: the Transport
-			// asks for none (see newTransport), so the HTML stripper reads
-			// plain HTML; Compress encodes the answer for the client.
-			pr.Out.Header.Del("Accept-Encoding")
+			// An allowlist on top of StripRequest's denylist: a header
+			// nobody thought of does not reach Spark either. It also drops
+			// Accept-Encoding: the client's encodings are not the
+			// gateway's; the Transport asks for none (see newTransport),
+			// so the HTML stripper reads plain HTML, and Compress encodes
+			// the answer for the client.
+			filterRequestHeaders(pr.Out.Header)
+			// Only GET and HEAD get here (the guard refuses the rest), and
+			// Spark reads no body of theirs: none is sent, so nothing the
+			// client put there reaches a filter in front of Spark.
+			pr.Out.Body = http.NoBody
+			pr.Out.ContentLength = 0
+			pr.Out.TransferEncoding = nil
 			if st.xfc != "" {
 				pr.Out.Header.Set("X-Forwarded-Context", st.xfc)
 			}
@@ -240,8 +249,9 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 	h := resp.Header
 	// Every app shares the gateway's origin: a driver (any user can start
 	// one) must not set or overwrite cookies there, the gateway's session
-	// among them. Spark's UI sets none.
-	h.Del("Set-Cookie")
+	// among them, nor change the origin as a whole. Spark's UI sends none
+	// of these headers.
+	dropOriginHeaders(h)
 	for _, name := range [...]string{"Location", "Content-Location"} {
 		if v := h.Get(name); v != "" {
 			h.Set(name, RewriteLocation(v, st.upstream.base, st.prefix))
