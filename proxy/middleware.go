@@ -189,6 +189,13 @@ func setPageHeaders(h http.Header) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
+	// A gateway page opened by a script of the shared origin (a driver's
+	// page calling window.open) gets a browsing context group of its own:
+	// the script's handle on it is severed, so it cannot read the kill
+	// confirmation's token or the index. Upstreams' own COOP headers are
+	// dropped (originHeaders), so no driver page can match this one.
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	h.Set("Cross-Origin-Resource-Policy", "same-origin")
 }
 
 func contextWithState(ctx context.Context, st *reqState) context.Context {

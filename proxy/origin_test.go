@@ -220,3 +220,81 @@ func TestUpstreamRequestHeadersAllowlist(t *testing.T) {
 		}
 	}
 }
+
+// TestGatewayPageIsolation: every page the gateway renders itself (the
+// index, error pages, the waiting page, the kill confirmation) and the
+// sign-in pages wrapped by PageHeaders are isolated from the shared
+// origin's scripts: their own browsing context group, no framing, a CSP
+// without inline script; proxied Spark pages keep Spark's headers.
+func TestGatewayPageIsolation(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(o *Options) { o.Config.Kill = KillModifyACL })
+	want := map[string]string{
+		"Cross-Origin-Opener-Policy": "same-origin",
+		"X-Frame-Options":            "DENY",
+		"X-Content-Type-Options":     "nosniff",
+		"Referrer-Policy":            "same-origin",
+	}
+	check := func(what string, hdr http.Header) {
+		t.Helper()
+		for k, v := range want {
+			if got := hdr.Get(k); got != v {
+				t.Errorf("%s: %s = %q; want %q", what, k, got, v)
+			}
+		}
+		csp := hdr.Get("Content-Security-Policy")
+		if !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "frame-ancestors 'none'") ||
+			strings.Contains(csp, "unsafe-inline") || strings.Contains(csp, "unsafe-eval") {
+			t.Errorf("%s: Content-Security-Policy %q; want default-src 'none', frame-ancestors 'none', no inline script", what, csp)
+		}
+	}
+	for _, p := range []struct {
+		path   string
+		status int
+	}{
+		{"/", http.StatusOK},
+		{"/app/" + appLive + "/jobs/job/kill/?id=7", http.StatusOK},
+		{"/app/app-20991231000000-9999/", http.StatusNotFound},
+		{"/app/" + appDenied + "/", http.StatusForbidden},
+		{"/app/" + appWaiting + "/", http.StatusServiceUnavailable},
+		{"/app/" + appLive + "/jobs/job/kill/?id=x", http.StatusBadRequest},
+	} {
+		resp, body := h.do(t, http.MethodGet, p.path, "alice", http.Header{"Accept": {"text/html"}})
+		if resp.StatusCode != p.status || !strings.Contains(body, "<!doctype html>") {
+			t.Fatalf("GET %s = %d; want %d and a gateway page", p.path, resp.StatusCode, p.status)
+		}
+		check("GET "+p.path, resp.Header)
+		if strings.Contains(body, "<script>") {
+			t.Errorf("GET %s: the page has inline script, which its CSP would block", p.path)
+		}
+	}
+	// A proxied Spark page is Spark's: no gateway COOP on it (a driver
+	// page with the gateway's COOP would share the confirmation's group).
+	resp, _ := h.do(t, http.MethodGet, "/app/"+appLive+"/jobs/", "alice", nil)
+	if v := resp.Header.Get("Cross-Origin-Opener-Policy"); v != "" {
+		t.Errorf("proxied Spark page: Cross-Origin-Opener-Policy %q; want none", v)
+	}
+	// Sign-in pages: PageHeaders, and a page's own CSP wins over its default.
+	signin := httptest.NewServer(PageHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/own" {
+			w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+		}
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(w, "<p>sign in</p>")
+	})))
+	defer signin.Close()
+	r, err := signin.Client().Get(signin.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	check("PageHeaders", r.Header)
+	r, err = signin.Client().Get(signin.URL + "/own")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if got := r.Header.Get("Content-Security-Policy"); got != "default-src 'none'; style-src 'unsafe-inline'" || r.Header.Get("Cross-Origin-Opener-Policy") != "same-origin" {
+		t.Errorf("PageHeaders with the page's own CSP: CSP %q, COOP %q; want the page's CSP and same-origin", got, r.Header.Get("Cross-Origin-Opener-Policy"))
+	}
+}

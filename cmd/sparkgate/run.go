@@ -82,7 +82,8 @@ func run(ctx context.Context, cfg Config) error {
 	// before the proxy sees them, and the kill guard must judge the path the
 	// client sent, refusing ambiguous spellings with 400 rather than
 	// rewriting them.
-	authHandler := authn.Handler()
+	// Sign-in pages get the isolation headers of the gateway's own pages.
+	authHandler := proxy.PageHeaders(authn.Handler())
 	app := authn.Middleware(srv)
 	if cfg.Proxy.Compress {
 		if app, err = proxy.Compress(app); err != nil {
