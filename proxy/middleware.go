@@ -41,6 +41,9 @@ type reqState struct {
 	// killApp is the live app whose pages may carry kill confirmation
 	// links (proxy.kill modify-acl); nil otherwise.
 	killApp *discovery.App
+	// onAppHost says the request came to an app's own host
+	// (Config.AppDomain), not to the main origin.
+	onAppHost bool
 }
 
 type stateKey struct{}

@@ -73,6 +73,7 @@ func run(ctx context.Context, cfg Config) error {
 		Logger:         logger.Named("proxy"),
 		Audit:          logger.Named("audit"),
 		Metrics:        metrics,
+		PublicURL:      cfg.PublicURL,
 	})
 	if err != nil {
 		return fmt.Errorf("starting proxy: %w", err)
@@ -91,7 +92,8 @@ func run(ctx context.Context, cfg Config) error {
 		}
 	}
 	mux := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/oauth2/") {
+		// An app's own host (proxy.app_domain) serves that app alone.
+		if strings.HasPrefix(r.URL.Path, "/oauth2/") && !srv.IsAppHost(r.Host) {
 			authHandler.ServeHTTP(w, r)
 			return
 		}
