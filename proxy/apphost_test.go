@@ -1,7 +1,10 @@
 package proxy
 
 import (
+	"html"
+	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -155,5 +158,68 @@ func TestAppDomainConfig(t *testing.T) {
 		if errs := c.Validate(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "proxy.app_domain") {
 			t.Errorf("app_domain %q: %v; want one proxy.app_domain error", d, errs)
 		}
+	}
+}
+
+// TestAppHostKillConfirm: with per-app origins and proxy.kill modify-acl,
+// the app's pages link kill controls to the confirmation page on the
+// app's own host, and the confirmation works there.
+func TestAppHostKillConfirm(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(o *Options) {
+		o.Config.AppDomain = "apps.test"
+		o.Config.Kill = KillModifyACL
+		o.PublicURL = "http://gw.test:8080"
+	})
+	appHost := appLive + ".apps.test:8080"
+	resp := h.onHost(t, "gw.test:8080", "/app/"+appLive+"/", &http.Cookie{Name: sessionName, Value: "alice"})
+	resp = h.onHost(t, appHost, strings.TrimPrefix(resp.Header.Get("Location"), "http://"+appHost))
+	var appC *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == appCookie {
+			appC = &http.Cookie{Name: c.Name, Value: c.Value}
+		}
+	}
+	if appC == nil {
+		t.Fatal("no app cookie after the hand-off")
+	}
+	do := func(method, path string, body string, cookies ...*http.Cookie) (*http.Response, string) {
+		req, _ := http.NewRequest(method, h.gw.URL+path, strings.NewReader(body))
+		req.Host = appHost
+		if body != "" {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		for _, c := range cookies {
+			req.AddCookie(c)
+		}
+		resp, err := h.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	_, page := do(http.MethodGet, "/jobs/", "", appC)
+	if !strings.Contains(page, `<a href="/jobs/job/kill/?id=7" class="kill-link">(kill)</a>`) {
+		t.Fatalf("jobs page on the app host lacks a confirmation link at the host's root:\n%s", page)
+	}
+	resp, body := do(http.MethodGet, "/jobs/job/kill/?id=7", "", appC)
+	m := csrfInput.FindStringSubmatch(body)
+	var csrf *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == csrfCookie {
+			csrf = &http.Cookie{Name: c.Name, Value: c.Value}
+		}
+	}
+	if resp.StatusCode != http.StatusOK || m == nil || csrf == nil {
+		t.Fatalf("confirmation page on the app host = %d (token %v, cookie %v); want 200 with both", resp.StatusCode, m != nil, csrf)
+	}
+	resp, _ = do(http.MethodPost, "/jobs/job/kill/?id=7", "csrf="+url.QueryEscape(html.UnescapeString(m[1])), appC, csrf)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/jobs/" {
+		t.Fatalf("confirmed kill on the app host = %d, Location %q; want 303 to /jobs/", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if got := h.drv.last(t); got.Path != "/jobs/job/kill/" || got.RawQuery != "id=7" {
+		t.Errorf("driver got %s?%s; want the kill of job 7", got.Path, got.RawQuery)
 	}
 }
