@@ -332,8 +332,11 @@ func (b *Browser) ScriptOpen(pageURL, confirmURL string) (seen, popupText string
 	}
 	gesture := func(p *runtime.EvaluateParams) { p.UserGesture = ptrTo(true) }
 	opened, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { window.__e2eW = window.open(`+strconv.Quote(confirmURL)+`); return !!window.__e2eW; })()`, gesture))
-	if err != nil || !opened {
-		return "", "", false, fmt.Errorf("window.open(%s) from the page: opened %v, %v", confirmURL, opened, err)
+	if err != nil {
+		return "", "", false, fmt.Errorf("window.open(%s) from the page: %w", confirmURL, err)
+	}
+	if !opened {
+		return "", "", false, fmt.Errorf("window.open(%s) from the page returned no window (popup blocked?)", confirmURL)
 	}
 	// Until the popup has left about:blank its document is readable and
 	// empty; then it is either the confirmation page (read) or severed.

@@ -354,7 +354,12 @@ func parseIPv4(s string) (string, bool) {
 	for i, n := range nums[:len(nums)-1] {
 		ip += n << (8 * (3 - i))
 	}
-	return netip.AddrFrom4([4]byte{byte(ip >> 24), byte(ip >> 16), byte(ip >> 8), byte(ip)}).String(), true
+	// ip < 1<<32 here: each part was bounded above.
+	var a [4]byte
+	for i := range a {
+		a[i] = byte(ip >> (24 - 8*i) & 0xff) //nolint:gosec // G115: masked to 8 bits
+	}
+	return netip.AddrFrom4(a).String(), true
 }
 
 // parsePathQuery is the "path state" for http(s) and what follows it: rest
