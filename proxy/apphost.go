@@ -183,6 +183,15 @@ func (s *Server) serveAppHostPath(w http.ResponseWriter, r *http.Request, st *re
 	if r.URL.Path == handoffPath {
 		return s.acceptHandOff(w, r, st, id)
 	}
+	if r.URL.Path == "/oauth2/logout" {
+		// The "sign out" link of the gateway's pages shown on this host:
+		// this host's cookie goes, and the main origin signs out.
+		http.SetCookie(w, &http.Cookie{Name: appCookie, Value: "", Path: "/", MaxAge: -1, //nolint:gosec // G124: a deletion; attributes as when set
+			HttpOnly: true, Secure: s.publicURL.Scheme == "https", SameSite: http.SameSiteLaxMode})
+		w.Header().Set("Location", s.publicURL.Scheme+"://"+s.publicURL.Host+"/oauth2/logout")
+		w.WriteHeader(http.StatusSeeOther)
+		return nil
+	}
 	p, err := CanonicalPath(r.URL.EscapedPath())
 	if err != nil {
 		return err

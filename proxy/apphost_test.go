@@ -137,6 +137,13 @@ func TestAppHostHandOff(t *testing.T) {
 	if want := "http://gw.test:8080/app/" + appHistory + "/jobs/"; resp.Header.Get("Location") != want {
 		t.Errorf("finished app's host = %d, Location %q; want %s", resp.StatusCode, resp.Header.Get("Location"), want)
 	}
+	// The gateway pages' "sign out" link on an app's host drops its
+	// cookie and signs out on the main origin.
+	resp = h.onHost(t, appHost, "/oauth2/logout", appC)
+	if sc := resp.Header.Get("Set-Cookie"); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "http://gw.test:8080/oauth2/logout" ||
+		!strings.HasPrefix(sc, appCookie+"=;") || !strings.Contains(sc, "Max-Age=0") {
+		t.Errorf("app host /oauth2/logout = %d, Location %q, Set-Cookie %q; want 303 to the main origin's sign-out, the cookie deleted", resp.StatusCode, resp.Header.Get("Location"), sc)
+	}
 	// The main origin keeps the index.
 	if resp := h.onHost(t, "gw.test:8080", "/", alice); resp.StatusCode != http.StatusOK {
 		t.Errorf("main / = %d; want 200", resp.StatusCode)
