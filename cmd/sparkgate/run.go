@@ -75,6 +75,7 @@ func run(ctx context.Context, cfg Config) error {
 		Logger:         logger.Named("proxy"),
 		Audit:          logger.Named("audit"),
 		Metrics:        metrics,
+		PublicURL:      cfg.PublicURL,
 	})
 	if err != nil {
 		return fmt.Errorf("starting proxy: %w", err)
@@ -84,7 +85,8 @@ func run(ctx context.Context, cfg Config) error {
 	// before the proxy sees them, and the kill guard must judge the path the
 	// client sent, refusing ambiguous spellings with 400 rather than
 	// rewriting them.
-	authHandler := authn.Handler()
+	// Sign-in pages get the isolation headers of the gateway's own pages.
+	authHandler := proxy.PageHeaders(authn.Handler())
 	app := authn.Middleware(srv)
 	if cfg.Proxy.Compress {
 		if app, err = proxy.Compress(app); err != nil {
@@ -92,7 +94,8 @@ func run(ctx context.Context, cfg Config) error {
 		}
 	}
 	mux := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/oauth2/") {
+		// An app's own host (proxy.app_domain) serves that app alone.
+		if strings.HasPrefix(r.URL.Path, "/oauth2/") && !srv.IsAppHost(r.Host) {
 			authHandler.ServeHTTP(w, r)
 			return
 		}
