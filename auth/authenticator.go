@@ -55,6 +55,8 @@ type Authenticator struct {
 	// revoked holds the IDs of sessions signed out of, so that a copy of
 	// the cookie taken before sign-out is refused afterwards.
 	revoked *revocations
+	// shared is the store replicas share (auth.session.store redis), or nil.
+	shared *shared
 
 	oidc  *oidcClient // mode oidc
 	local *localLogin // mode local
@@ -109,6 +111,10 @@ func New(ctx context.Context, cfg Config, publicURL string, logger *zap.Logger) 
 	}
 	if a.codec, err = newSessionCodec(keys); err != nil {
 		return nil, err
+	}
+	if cfg.Session.Store == StoreRedis {
+		a.shared = newShared(newRedisStore(cfg.Session.Redis), cfg.Session.Redis.Timeout, cfg.Session.TTL, logger.Named("store"))
+		a.shared.start(ctx, cfg.Session.Redis.Addr)
 	}
 
 	switch cfg.Mode {
@@ -199,7 +205,7 @@ func (a *Authenticator) currentSession(ctx context.Context, r *http.Request) (s 
 	if rs, ok := a.refreshed.Get(key); ok {
 		s, renewed = rs, true
 	}
-	if a.revoked.has(s.ID) {
+	if a.isRevoked(ctx, s.ID) {
 		return nil, false, nil
 	}
 	now := a.now()
@@ -217,6 +223,9 @@ func (a *Authenticator) currentSession(ctx context.Context, r *http.Request) (s 
 		// Another request may have renewed this cookie's session just now.
 		if rs, ok := a.refreshed.Get(key); ok && rs != s && a.now().Before(rs.Expiry) && (rs.RefreshAt.IsZero() || a.now().Before(rs.RefreshAt)) {
 			return rs, nil
+		}
+		if a.shared != nil {
+			return a.refreshShared(ctx, key, s)
 		}
 		ns, err := a.refreshSession(ctx, s)
 		if err == nil {
