@@ -96,5 +96,8 @@ func StartLoadBalancer(ctx context.Context, dir string, port int, upstreams []st
 	return lb, nil
 }
 
+// Host is the load balancer's host:port.
+func (l *LoadBalancer) Host() string { return strings.TrimPrefix(l.URL, "http://") }
+
 // Stop ends nginx (SIGTERM: fast shutdown).
 func (l *LoadBalancer) Stop() error { return l.Proc.Stop(5 * time.Second) }
