@@ -113,7 +113,7 @@ func New(ctx context.Context, cfg Config, publicURL string, logger *zap.Logger) 
 		return nil, err
 	}
 	if cfg.Session.Store == StoreRedis {
-		a.shared = newShared(newRedisStore(cfg.Session.Redis), cfg.Session.Redis.Timeout, cfg.Session.TTL, logger.Named("store"))
+		a.shared = newShared(newRedisStore(cfg.Session.Redis, logger.Named("store")), cfg.Session.Redis.Timeout, cfg.Session.TTL, logger.Named("store"))
 		a.shared.start(ctx, cfg.Session.Redis.Addr)
 	}
 

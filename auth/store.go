@@ -84,8 +84,9 @@ type shared struct {
 	mu      sync.Mutex
 	pending map[string]time.Time // sign-outs to write: id → when
 
-	stop chan struct{}
-	wg   sync.WaitGroup
+	stop     chan struct{}
+	stopOnce sync.Once
+	wg       sync.WaitGroup
 }
 
 func newShared(store sessionStore, timeout, ttl time.Duration, logger *zap.Logger) *shared {
@@ -309,7 +310,11 @@ func (s *shared) stats() StoreStats {
 }
 
 func (s *shared) close() error {
-	close(s.stop)
-	s.wg.Wait()
-	return s.store.close()
+	var err error
+	s.stopOnce.Do(func() {
+		close(s.stop)
+		s.wg.Wait()
+		err = s.store.close()
+	})
+	return err
 }

@@ -6,10 +6,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+	"go.uber.org/zap"
 )
 
 // redisStore keeps what replicas share in Redis, under the configured
@@ -33,7 +35,21 @@ var _ sessionStore = (*redisStore)(nil)
 // that a replica whose lock expired cannot release another's.
 var unlockScript = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`)
 
-func newRedisStore(cfg RedisConfig) *redisStore {
+// redisLogOnce hands go-redis's own log (a package-level setting) to the
+// gateway's logger at debug level: the store's failures are counted and
+// logged once per outage by shared, not once per dial.
+var redisLogOnce sync.Once
+
+type redisLog struct{ l *zap.Logger }
+
+func (r redisLog) Printf(_ context.Context, format string, v ...any) {
+	if ce := r.l.Check(zap.DebugLevel, "redis client"); ce != nil {
+		ce.Write(zap.String("detail", fmt.Sprintf(format, v...)))
+	}
+}
+
+func newRedisStore(cfg RedisConfig, logger *zap.Logger) *redisStore {
+	redisLogOnce.Do(func() { redis.SetLogger(redisLog{logger}) })
 	opts := &redis.Options{
 		Addr:     cfg.Addr,
 		Username: cfg.Username,
@@ -48,7 +64,8 @@ func newRedisStore(cfg RedisConfig) *redisStore {
 		// A failed call marks the store down and the gateway goes on
 		// without it (see shared); retrying inside one request only adds
 		// latency.
-		MaxRetries: -1,
+		MaxRetries:    -1,
+		DialerRetries: 1,
 		// Cluster-upgrade notifications are for Redis Cloud; a plain
 		// server need not be asked.
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
