@@ -161,7 +161,7 @@ func (c *Config) SetDefaults() {
 	if s.Refresh == nil {
 		s.Refresh = ptr(true)
 	}
-	s.StoreConfig.setDefaults()
+	s.setDefaults() // StoreConfig's
 }
 
 // Validate reports every problem of a defaulted Config at once; each
@@ -222,7 +222,7 @@ func (c *Config) Validate() []error {
 	if c.Session.TTL <= 0 {
 		add("auth.session.ttl: must be positive")
 	}
-	errs = append(errs, c.Session.StoreConfig.validate()...)
+	errs = append(errs, c.Session.validate()...) // StoreConfig's
 	return errs
 }
 
