@@ -225,7 +225,7 @@ func (a *Authenticator) currentSession(ctx context.Context, r *http.Request) (s 
 			return rs, nil
 		}
 		if a.shared != nil {
-			return a.refreshShared(ctx, key, s)
+			return a.refreshShared(ctx, value, key, s)
 		}
 		ns, err := a.refreshSession(ctx, s)
 		if err == nil {

@@ -2,8 +2,14 @@ package auth
 
 import (
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"time"
 
 	"go.uber.org/zap"
@@ -64,12 +70,13 @@ func (a *Authenticator) revoke(ctx context.Context, id string) {
 	}
 }
 
-// refreshShared renews s (read from the cookie whose hash is key) so that,
-// of all replicas, only one spends its refresh token: the one that takes
-// the session's lock in the store renews it and shares the renewed cookie
-// value; the others wait for that value. When the store is down each
-// replica renews alone, as without a store.
-func (a *Authenticator) refreshShared(ctx context.Context, key [32]byte, s *session) (*session, error) {
+// refreshShared renews s (read from the cookie value whose hash is key) so
+// that, of all replicas, only one spends its refresh token: the one that
+// takes the session's lock in the store renews it and shares the renewed
+// cookie value, sealed with a key derived from the old value (see
+// sealRenewed); the others wait for that value. When the store is down
+// each replica renews alone, as without a store.
+func (a *Authenticator) refreshShared(ctx context.Context, value string, key [32]byte, s *session) (*session, error) {
 	from := hex.EncodeToString(key[:])
 	lockName := s.ID
 	if lockName == "" {
@@ -78,7 +85,7 @@ func (a *Authenticator) refreshShared(ctx context.Context, key [32]byte, s *sess
 	lockTTL := a.cfg.OIDC.Timeout + lockMargin
 	deadline := time.Now().Add(lockTTL + lockMargin)
 	for {
-		if ns := a.sharedRenewed(ctx, key, from); ns != nil {
+		if ns := a.sharedRenewed(ctx, value, key, s); ns != nil {
 			return ns, nil
 		}
 		tok, ok, err := a.shared.lock(ctx, lockName, lockTTL)
@@ -89,15 +96,17 @@ func (a *Authenticator) refreshShared(ctx context.Context, key [32]byte, s *sess
 			defer a.shared.unlock(ctx, lockName, tok)
 			// The holder before us may have finished between our look
 			// and our lock.
-			if ns := a.sharedRenewed(ctx, key, from); ns != nil {
+			if ns := a.sharedRenewed(ctx, value, key, s); ns != nil {
 				return ns, nil
 			}
 			ns, err := a.refreshAlone(ctx, key, s)
 			if err != nil {
 				return nil, err
 			}
-			if value, err := a.codec.encode(sessionCookie, ns); err == nil {
-				a.shared.putRenewed(ctx, from, value)
+			if enc, err := a.codec.encode(sessionCookie, ns); err == nil {
+				if sealed, err := sealRenewed(value, enc); err == nil {
+					a.shared.putRenewed(ctx, from, sealed)
+				}
 			}
 			return ns, nil
 		}
@@ -122,18 +131,66 @@ func (a *Authenticator) refreshAlone(ctx context.Context, key [32]byte, s *sessi
 }
 
 // sharedRenewed returns the session another replica renewed the cookie
-// (hash key, hex from) to, if it is still fresh.
-func (a *Authenticator) sharedRenewed(ctx context.Context, key [32]byte, from string) *session {
-	value, ok := a.shared.getRenewed(ctx, from)
+// value (hash key) to, if it is the same sign-in as s and still fresh.
+func (a *Authenticator) sharedRenewed(ctx context.Context, value string, key [32]byte, s *session) *session {
+	sealed, ok := a.shared.getRenewed(ctx, hex.EncodeToString(key[:]))
 	if !ok {
 		return nil
 	}
+	enc, err := openRenewed(value, sealed)
+	if err != nil {
+		return nil
+	}
 	ns := new(session)
-	if err := a.codec.decode(sessionCookie, value, ns); err != nil || !a.fresh(ns) {
+	if err := a.codec.decode(sessionCookie, enc, ns); err != nil || ns.ID != s.ID || !a.fresh(ns) {
 		return nil
 	}
 	a.refreshed.Add(key, ns)
 	return ns
+}
+
+// sealRenewed encrypts the renewed cookie value enc with AES-GCM under a
+// key derived from the cookie value it renews (from). The store names it
+// by the hash of from, so whoever can read the store, but holds no cookie
+// of that sign-in, gets nothing usable from it; and whoever can write the
+// store cannot hand one sign-in's renewal to another's cookie.
+func sealRenewed(from, enc string) (string, error) {
+	aead, err := renewedAEAD(from)
+	if err != nil {
+		return "", err
+	}
+	nonce := make([]byte, aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return "", fmt.Errorf("sealing renewed session: %w", err)
+	}
+	return string(aead.Seal(nonce, nonce, []byte(enc), nil)), nil
+}
+
+func openRenewed(from, sealed string) (string, error) {
+	aead, err := renewedAEAD(from)
+	if err != nil {
+		return "", err
+	}
+	if len(sealed) < aead.NonceSize() {
+		return "", errors.New("sealed renewed session too short")
+	}
+	b, err := aead.Open(nil, []byte(sealed[:aead.NonceSize()]), []byte(sealed[aead.NonceSize():]), nil)
+	if err != nil {
+		return "", fmt.Errorf("opening renewed session: %w", err)
+	}
+	return string(b), nil
+}
+
+func renewedAEAD(from string) (cipher.AEAD, error) {
+	k, err := hkdf.Key(sha256.New, []byte(from), nil, "sparkgate renewed session", 32)
+	if err != nil {
+		return nil, fmt.Errorf("deriving renewed-session key: %w", err)
+	}
+	block, err := aes.NewCipher(k)
+	if err != nil {
+		return nil, fmt.Errorf("renewed-session cipher: %w", err)
+	}
+	return cipher.NewGCM(block)
 }
 
 // fresh reports whether s needs no renewal now.

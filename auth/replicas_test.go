@@ -171,6 +171,7 @@ func TestRefreshRotatesOnceAcrossReplicas(t *testing.T) {
 		if _, _, refresh := e.idp.counts(); refresh != 1 {
 			t.Errorf("refresh grants after more requests = %d; want still 1", refresh)
 		}
+		e.checkStoreHoldsNoCredential(t)
 	})
 	t.Run("memory (control)", func(t *testing.T) {
 		e := newReplicaEnv(t, StoreMemory)
@@ -263,14 +264,96 @@ func TestRenewWaitsForTheLockHolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := sessionKey(value)
-	a.shared.putRenewed(context.Background(), key, enc)
+	sealed, err := sealRenewed(value, enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.shared.putRenewed(context.Background(), sessionKey(value), sealed)
 	a.shared.unlock(context.Background(), s.ID, tok)
 	if !<-done {
 		t.Error("replica b after the holder's renewal refused the session; want it to take the shared result")
 	}
 	if _, _, refresh := e.idp.counts(); refresh != 1 {
 		t.Errorf("refresh grants = %d; want 1 (the holder's)", refresh)
+	}
+}
+
+// checkStoreHoldsNoCredential reads every value the gateways wrote to
+// Redis: none is a session cookie the gateway accepts, and none contains a
+// refresh token the provider issued.
+func (e *replicaEnv) checkStoreHoldsNoCredential(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	rc := e.redis.client()
+	keys, err := rc.Keys(ctx, e.cfg.Session.Redis.KeyPrefix+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	renewed := 0
+	e.idp.mu.Lock()
+	var tokens []string
+	for rt := range e.idp.refreshTokens {
+		tokens = append(tokens, rt)
+	}
+	e.idp.mu.Unlock()
+	a := e.a.auth.Load()
+	for _, k := range keys {
+		v, err := rc.Get(ctx, k).Result()
+		if err != nil {
+			continue // a lock that expired meanwhile
+		}
+		if strings.Contains(k, ":renewed:") {
+			renewed++
+		}
+		var s session
+		if a.codec.decode(sessionCookie, v, &s) == nil {
+			t.Errorf("redis key %s holds a session cookie the gateway accepts", k)
+		}
+		for _, rt := range tokens {
+			if strings.Contains(v, rt) {
+				t.Errorf("redis key %s holds a refresh token in clear", k)
+			}
+		}
+	}
+	if renewed != 1 {
+		t.Errorf("renewed sessions in redis = %d (keys %q); want 1", renewed, keys)
+	}
+}
+
+// TestRenewedSessionBoundToItsCookie: a renewal shared in the store opens
+// only with the cookie value it renews; moved under another session's key
+// (by someone who can write the store) it is ignored.
+func TestRenewedSessionBoundToItsCookie(t *testing.T) {
+	e := newReplicaEnv(t, StoreRedis)
+	c := e.signIn(t)
+	mallory := e.signIn(t)
+	e.clock.Advance(10 * time.Minute)
+	if !signedIn(t, c, e.a) {
+		t.Fatal("renewal on replica a failed")
+	}
+	ctx := context.Background()
+	value := readSessionValue(cookieRequest(t, c, e.a.srv.URL))
+	sealed, err := e.redis.client().Get(ctx, e.cfg.Session.Redis.KeyPrefix+"renewed:"+sessionKey(value)).Result()
+	if err != nil {
+		t.Fatalf("renewed session in redis: %v", err)
+	}
+	mvalue := readSessionValue(cookieRequest(t, mallory, e.a.srv.URL))
+	if _, err := openRenewed(mvalue, sealed); err == nil {
+		t.Error("a renewal opened with another cookie's value; want an error")
+	}
+	// Plant it under mallory's cookie: b must not hand alice's renewal to
+	// mallory's cookie (it renews mallory's own session instead).
+	if err := e.redis.client().Set(ctx, e.cfg.Session.Redis.KeyPrefix+"renewed:"+sessionKey(mvalue), sealed, time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	b := e.b.auth.Load()
+	s, _, err := b.currentSession(ctx, cookieRequest(t, mallory, e.a.srv.URL))
+	var ms session
+	if derr := b.codec.decode(sessionCookie, mvalue, &ms); derr != nil {
+		t.Fatal(derr)
+	}
+	if err != nil || s == nil || s.ID != ms.ID {
+		t.Errorf("mallory's cookie with alice's renewal planted = %+v, %v; want mallory's own session (ID %s)", s, err, ms.ID)
 	}
 }
 
