@@ -2,6 +2,8 @@
 // OpenID Connect sign-in (code flow with PKCE), keeps sessions in
 // encrypted, authenticated cookies, verifies bearer tokens of API clients,
 // and offers a single-user local mode with a login URL printed at start.
+// With auth.session.store redis, replicas share sign-outs and take turns
+// renewing a session (replicas.go, store.go).
 //
 // It produces an Identity (user and groups) and nothing else: it knows
 // nothing of Spark, never authorizes, and never reads identity from request

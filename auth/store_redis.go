@@ -19,9 +19,9 @@ import (
 //
 //	<prefix>revoked:<session id>        "1", expires one session TTL after sign-out
 //	<prefix>refresh-lock:<session id>   a random token, SET NX PX: one renewal at a time
-//	<prefix>renewed:<sha256 of cookie>  the renewed cookie value (encrypted and
-//	                                    authenticated with the session keys, like
-//	                                    the cookie itself), expires with the session
+//	<prefix>renewed:<sha256 of cookie>  the renewed cookie value, sealed with a key
+//	                                    derived from the old value (sealRenewed),
+//	                                    expires with the session
 //
 // Nothing else is stored: a session itself stays in its cookie.
 type redisStore struct {
