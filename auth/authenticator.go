@@ -60,6 +60,7 @@ type Authenticator struct {
 	// shared is the store replicas share (auth.session.store redis), or nil.
 	shared *shared
 
+	gate  *gate
 	oidc  *oidcClient // mode oidc
 	local *localLogin // mode local
 	mux   *http.ServeMux
@@ -86,6 +87,10 @@ func New(ctx context.Context, cfg Config, publicURL string, logger *zap.Logger) 
 		now:       time.Now,
 		publicURL: strings.TrimSuffix(publicURL, "/"),
 		basePath:  strings.TrimSuffix(pu.Path, "/"),
+	}
+	a.gate = newGate(cfg)
+	if cfg.OIDC.StripEmailDomain && len(cfg.AllowedEmailDomains) == 0 && cfg.Mode == ModeOIDC {
+		logger.Warn("auth.oidc.strip_email_domain without auth.allowed_email_domains strips every domain: alice@a.example and alice@b.example become the same user")
 	}
 	a.sessions, a.refreshed = newCaches(cfg.Session.TTL)
 	a.revoked = newRevocations(cfg.Session.TTL)
@@ -121,7 +126,7 @@ func New(ctx context.Context, cfg Config, publicURL string, logger *zap.Logger) 
 
 	switch cfg.Mode {
 	case ModeOIDC:
-		if a.oidc, err = newOIDCClient(ctx, cfg.OIDC, a.publicURL+"/oauth2/callback", func() time.Time { return a.now() }); err != nil {
+		if a.oidc, err = newOIDCClient(ctx, cfg.OIDC, cfg.AllowedEmailDomains, a.publicURL+"/oauth2/callback", func() time.Time { return a.now() }); err != nil {
 			return nil, err
 		}
 	case ModeLocal:
@@ -165,7 +170,22 @@ func (a *Authenticator) routes() *http.ServeMux {
 // carries none or a bad one, and an error only when a provider needed to
 // decide could not be reached. Identity headers sent by the client are
 // never read.
+//
+// A sender the provider knows but the sign-in gate (auth.allowed_*) does
+// not admit is not signed in here; Challenge then answers 403.
 func (a *Authenticator) Authenticate(r *http.Request) (Identity, bool, error) {
+	id, ok, err := a.identify(r)
+	if !ok || err != nil {
+		return Identity{}, false, err
+	}
+	if admitted, _ := a.gate.admits(id); !admitted {
+		return Identity{}, false, nil
+	}
+	return id, true, nil
+}
+
+// identify is Authenticate without the sign-in gate.
+func (a *Authenticator) identify(r *http.Request) (Identity, bool, error) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		if token, ok := bearerToken(h); ok {
 			return a.authenticateBearer(r.Context(), token)
@@ -275,7 +295,16 @@ func (a *Authenticator) saveSession(w http.ResponseWriter, r *http.Request, s *s
 // sign in (302, keeping path and query to return to); API clients (a path
 // with /api/, Accept: application/json, or an Authorization header) get 401
 // with a JSON error and WWW-Authenticate: Bearer.
+//
+// A request whose credential is valid but refused by the sign-in gate gets
+// 403 instead, saying who it is signed in as and who to ask.
 func (a *Authenticator) Challenge(w http.ResponseWriter, r *http.Request) {
+	if id, ok, err := a.identify(r); ok && err == nil {
+		if admitted, reason := a.gate.admits(id); !admitted {
+			a.refuse(w, r, id, reason)
+			return
+		}
+	}
 	w.Header().Set("Cache-Control", "no-store")
 	if isAPIRequest(r) {
 		challenge := `Bearer realm="sparkgate"`

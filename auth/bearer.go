@@ -22,10 +22,12 @@ func bearerToken(h string) (string, bool) {
 // authenticateBearer verifies a JWT sent by an API client: signature
 // against the issuer's keys (asymmetric algorithms only), issuer, expiry,
 // and an audience from auth.oidc.audiences. A bad token means not signed
-// in, never an error.
+// in, never an error. Local mode accepts none.
 func (a *Authenticator) authenticateBearer(ctx context.Context, token string) (Identity, bool, error) {
 	if a.local != nil {
-		return a.authenticateLocalBearer(token)
+		// Local mode has no bearer tokens: the login token works once, in
+		// a browser, and is spent.
+		return Identity{}, false, nil
 	}
 	key := sha256.Sum256([]byte("bearer\x00" + token))
 	if s, ok := a.sessions.Get(key); ok {
@@ -55,11 +57,11 @@ func (a *Authenticator) authenticateBearer(ctx context.Context, token string) (I
 	if err := idt.Claims(&claims); err != nil {
 		return refuse("claims", err)
 	}
-	user, groups, err := mapIdentity(claims, c.mapping)
+	m, err := mapIdentity(claims, c.mapping)
 	if err != nil {
 		return refuse("mapping", err)
 	}
-	s := &session{User: user, Groups: groups, Method: MethodBearer, Expiry: idt.Expiry}
+	s := &session{User: m.user, Groups: m.groups, Domain: m.domain, Method: MethodBearer, Expiry: idt.Expiry}
 	a.sessions.Add(key, s)
 	return s.identity(), true, nil
 }

@@ -42,6 +42,32 @@ type Config struct {
 	OIDC OIDCConfig `yaml:"oidc"`
 	// Session configures the session cookie.
 	Session SessionConfig `yaml:"session"`
+
+	// The sign-in gate (mode oidc): who, of everyone the provider knows,
+	// may use the gateway at all. It is checked at sign-in, for every
+	// bearer token and on every use of a session, so a change takes effect
+	// on existing cookies at the next restart. Spark's ACLs still decide
+	// per app; the gate only narrows who reaches them.
+
+	// AllowedGroups admits members of any of these groups (compared exactly
+	// with the groups the provider's groups claim names, extra_groups
+	// included). Default: none; when AllowedGroups and AllowedUsers are both
+	// empty, every user the provider knows passes this part of the gate.
+	AllowedGroups []string `yaml:"allowed_groups"`
+	// AllowedUsers admits these user names (compared exactly with the user
+	// that user_claim and strip_email_domain make). Default: none (see
+	// AllowedGroups): a user passes when named here or in an allowed group.
+	AllowedUsers []string `yaml:"allowed_users"`
+	// AllowedEmailDomains, when set, is required on top of the two lists
+	// above: the user's verified email claim must be in one of these
+	// domains (exact match, case-insensitive; sub-domains are not included).
+	// Tokens without an email, such as client_credentials tokens, are then
+	// refused. Default: none, every domain.
+	AllowedEmailDomains []string `yaml:"allowed_email_domains"`
+	// AccessContact tells a refused user who to ask for access: a name, an
+	// email address or an http(s) or mailto URL (shown as a link). Default:
+	// none; the page then says to ask the people who run the gateway.
+	AccessContact string `yaml:"access_contact"`
 }
 
 // LocalConfig configures the single-user local mode.
@@ -51,6 +77,11 @@ type LocalConfig struct {
 	User string `yaml:"user"`
 	// Groups are the groups of User. Default: none.
 	Groups []string `yaml:"groups"`
+	// AllowRemote lets local mode serve on a listen address that is not
+	// loopback. Anyone who learns the printed login URL before its owner
+	// opens it becomes that user, so this is off by default and
+	// -check-config refuses local mode on another address. Default: false.
+	AllowRemote bool `yaml:"allow_remote"`
 }
 
 // OIDCConfig configures OpenID Connect sign-in and bearer tokens.
@@ -69,7 +100,10 @@ type OIDCConfig struct {
 	// preferred_username (default), email or sub.
 	UserClaim string `yaml:"user_claim"`
 	// StripEmailDomain drops "@domain" from the user when UserClaim is
-	// email. Default: false.
+	// email. When auth.allowed_email_domains is set, only those domains are
+	// stripped (others are refused by the gate anyway); without it every
+	// domain is, so alice@a.example and alice@b.example become the same
+	// user "alice". Default: false.
 	StripEmailDomain bool `yaml:"strip_email_domain"`
 	// GroupsClaim names the claim holding the groups; a dotted path reaches
 	// nested claims such as realm_access.roles. Default: groups.
@@ -175,6 +209,11 @@ func (c *Config) Validate() []error {
 		if c.Local.User == "" {
 			add("auth.local.user: required (the operating-system user could not be found)")
 		}
+		for _, l := range c.gateLists() {
+			if len(l.list) > 0 {
+				add("auth.%s: only used when auth.mode is oidc (local mode has one user, auth.local.user)", l.key)
+			}
+		}
 	case ModeOIDC:
 		o := c.OIDC
 		if o.Issuer == "" {
@@ -214,6 +253,7 @@ func (c *Config) Validate() []error {
 	default:
 		add("auth.mode: %q is not one of local, oidc", c.Mode)
 	}
+	errs = append(errs, c.validateGate()...)
 	for i, k := range c.Session.Keys {
 		if _, err := decodeKey(k); err != nil {
 			add("auth.session.keys[%d]: %w", i, err)

@@ -433,8 +433,8 @@ func TestLogoutClearsEverySessionPart(t *testing.T) {
 		}
 	}
 
-	resp, _ := get(t, c, e.gw.srv.URL+"/oauth2/logout")
-	end := mustURL(t, location(t, resp))
+	resp, body := post(t, c, e.gw.srv.URL+"/oauth2/logout", e.gw.srv.URL)
+	end := mustURL(t, continueURL(t, resp, body))
 	if got := end.Scheme + "://" + end.Host + end.Path; got != e.idp.issuer()+"/end_session" {
 		t.Errorf("logout redirected to %q; want the end-session endpoint", got)
 	}
@@ -454,7 +454,7 @@ func TestLogoutClearsEverySessionPart(t *testing.T) {
 func TestLogoutWithoutEndSession(t *testing.T) {
 	e := newFlowEnv(t, func(c *Config) { c.OIDC.EndSession = ptr(false) })
 	c := newBrowser(t, false)
-	resp, _ := get(t, c, e.gw.srv.URL+"/oauth2/logout")
+	resp, _ := post(t, c, e.gw.srv.URL+"/oauth2/logout", e.gw.srv.URL)
 	if got := location(t, resp); got != e.gw.srv.URL+"/" {
 		t.Errorf("logout redirected to %q; want /", got)
 	}
@@ -658,7 +658,7 @@ func TestLogoutRevokesCopiedCookie(t *testing.T) {
 		t.Fatalf("copied cookie before sign-out = %d; want 200", resp.StatusCode)
 	}
 
-	get(t, a, e.gw.srv.URL+"/oauth2/logout")
+	post(t, a, e.gw.srv.URL+"/oauth2/logout", e.gw.srv.URL)
 	for name, c := range map[string]*http.Client{"copy of the first value": stolen, "copy of the renewed value": renewed} {
 		resp, _ := get(t, c, e.gw.srv.URL+"/p")
 		if got := location(t, resp); !strings.Contains(got, "/oauth2/login") {

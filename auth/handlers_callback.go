@@ -61,6 +61,10 @@ func (a *Authenticator) serveCallback(w http.ResponseWriter, r *http.Request) er
 		return newHTTPError(http.StatusForbidden, "The identity provider's answer was not accepted.", err)
 	}
 	s.Expiry = a.now().Add(a.cfg.Session.TTL)
+	if admitted, reason := a.gate.admits(s.identity()); !admitted {
+		a.refuse(w, r, s.identity(), reason) // and no session cookie
+		return nil
+	}
 	if s.RefreshToken != "" && *a.cfg.Session.Refresh {
 		s.RefreshAt = idt.Expiry.Add(-refreshMargin)
 	} else {

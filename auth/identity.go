@@ -3,6 +3,7 @@ package auth
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -17,6 +18,10 @@ type Identity struct {
 	Method string
 	// Expiry is when the credential stops being valid.
 	Expiry time.Time
+	// EmailDomain is the lower-case domain of the user's verified email,
+	// or "" when the credential has none; auth.allowed_email_domains is
+	// checked against it.
+	EmailDomain string
 }
 
 // Methods of signing in, as found in Identity.Method.
@@ -33,38 +38,63 @@ const maxNameLen = 256
 type claimMapping struct {
 	UserClaim        string
 	StripEmailDomain bool
-	GroupsClaim      string
-	ExtraGroups      []string
+	// StripOnly limits StripEmailDomain to these lower-case domains (the
+	// allowed ones); empty strips every domain.
+	StripOnly   []string
+	GroupsClaim string
+	ExtraGroups []string
+}
+
+// mapped is a user, groups and email domain taken from claims.
+type mapped struct {
+	user   string
+	groups []string
+	domain string // lower-case, of a verified email; "" when none
 }
 
 // mapIdentity turns the claims of an ID token, access token or userinfo
 // answer into a user and groups. It is pure so that every mapping rule is
 // table-tested; an error means the claims name no usable user.
-func mapIdentity(claims map[string]any, m claimMapping) (user string, groups []string, err error) {
+func mapIdentity(claims map[string]any, m claimMapping) (mapped, error) {
 	raw, ok := claims[m.UserClaim]
 	if !ok {
-		return "", nil, fmt.Errorf("claim %q missing", m.UserClaim)
+		return mapped{}, fmt.Errorf("claim %q missing", m.UserClaim)
 	}
-	user, ok = raw.(string)
+	user, ok := raw.(string)
 	if !ok || user == "" {
-		return "", nil, fmt.Errorf("claim %q is not a non-empty string", m.UserClaim)
+		return mapped{}, fmt.Errorf("claim %q is not a non-empty string", m.UserClaim)
 	}
+	unverified := false
+	if v, ok := claims["email_verified"].(bool); ok && !v {
+		unverified = true
+	}
+	var domain string
 	if m.UserClaim == "email" {
-		if v, ok := claims["email_verified"].(bool); ok && !v {
-			return "", nil, errors.New("email is not verified")
+		if unverified {
+			return mapped{}, errors.New("email is not verified")
 		}
-		// One "@" exactly: "a@b@c" has been used to pass domain checks.
-		local, domain, found := strings.Cut(user, "@")
-		if !found || local == "" || domain == "" || strings.Contains(domain, "@") {
-			return "", nil, fmt.Errorf("claim %q is not an email address", m.UserClaim)
+		local, d, ok := splitEmail(user)
+		if !ok {
+			return mapped{}, fmt.Errorf("claim %q is not an email address", m.UserClaim)
 		}
-		if m.StripEmailDomain {
+		domain = strings.ToLower(d)
+		// Only an allowed domain is stripped: with another one kept, two
+		// people called alice in two domains never become one user.
+		if m.StripEmailDomain && (len(m.StripOnly) == 0 || slices.Contains(m.StripOnly, domain)) {
 			user = local
+		}
+	} else if email, ok := claims["email"].(string); ok && !unverified {
+		if _, d, ok := splitEmail(email); ok {
+			domain = strings.ToLower(d)
 		}
 	}
 	if !cleanName(user) {
-		return "", nil, fmt.Errorf("claim %q has control characters or is too long", m.UserClaim)
+		return mapped{}, fmt.Errorf("claim %q has control characters or is too long", m.UserClaim)
 	}
+	if !cleanName(domain) {
+		domain = ""
+	}
+	var groups []string
 
 	seen := make(map[string]bool)
 	add := func(g string) {
@@ -90,7 +120,17 @@ func mapIdentity(claims map[string]any, m claimMapping) (user string, groups []s
 	for _, g := range m.ExtraGroups {
 		add(g)
 	}
-	return user, groups, nil
+	return mapped{user: user, groups: groups, domain: domain}, nil
+}
+
+// splitEmail splits an address with exactly one "@": "a@b@c" has been used
+// to pass domain checks.
+func splitEmail(s string) (local, domain string, ok bool) {
+	local, domain, found := strings.Cut(s, "@")
+	if !found || local == "" || domain == "" || strings.Contains(domain, "@") {
+		return "", "", false
+	}
+	return local, domain, true
 }
 
 // lookupClaim finds a claim by its exact name first (namespaced claims such

@@ -40,10 +40,17 @@ func TestMapIdentity(t *testing.T) {
 			claimMapping{UserClaim: "preferred_username", GroupsClaim: "groups", ExtraGroups: []string{"y", "all"}}, "a", []string{"x", "y", "all"}, false},
 		{"only extra groups", map[string]any{"preferred_username": "a"},
 			claimMapping{UserClaim: "preferred_username", GroupsClaim: "groups", ExtraGroups: []string{"all"}}, "a", []string{"all"}, false},
+		{"strip an allowed domain", map[string]any{"email": "alice@Corp.example"},
+			claimMapping{UserClaim: "email", StripEmailDomain: true, StripOnly: []string{"corp.example"}}, "alice", nil, false},
+		{"keep another domain", map[string]any{"email": "alice@other.example"},
+			claimMapping{UserClaim: "email", StripEmailDomain: true, StripOnly: []string{"corp.example"}}, "alice@other.example", nil, false},
+		{"keep a look-alike domain", map[string]any{"email": "alice@corp.example.evil"},
+			claimMapping{UserClaim: "email", StripEmailDomain: true, StripOnly: []string{"corp.example"}}, "alice@corp.example.evil", nil, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			user, groups, err := mapIdentity(tc.claims, tc.m)
+			m, err := mapIdentity(tc.claims, tc.m)
+			user, groups := m.user, m.groups
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("mapIdentity(%v) error = %v; want error %v", tc.claims, err, tc.wantErr)
 			}
@@ -52,6 +59,37 @@ func TestMapIdentity(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.wantGroups, groups); diff != "" && !tc.wantErr {
 				t.Errorf("mapIdentity(%v) groups (-want +got):\n%s", tc.claims, diff)
+			}
+		})
+	}
+}
+
+// TestMapIdentityEmailDomain: the domain the sign-in gate judges comes
+// from a verified email only, in lower case, whichever claim names the user.
+func TestMapIdentityEmailDomain(t *testing.T) {
+	pu := claimMapping{UserClaim: "preferred_username", GroupsClaim: "groups"}
+	tests := []struct {
+		name   string
+		claims map[string]any
+		m      claimMapping
+		want   string
+	}{
+		{"from the email claim", map[string]any{"preferred_username": "a", "email": "a@Corp.Example", "email_verified": true}, pu, "corp.example"},
+		{"verification not stated", map[string]any{"preferred_username": "a", "email": "a@corp.example"}, pu, "corp.example"},
+		{"unverified email", map[string]any{"preferred_username": "a", "email": "a@corp.example", "email_verified": false}, pu, ""},
+		{"two @", map[string]any{"preferred_username": "a", "email": "a@evil.example@corp.example"}, pu, ""},
+		{"no email", map[string]any{"preferred_username": "a"}, pu, ""},
+		{"email not a string", map[string]any{"preferred_username": "a", "email": []any{"a@corp.example"}}, pu, ""},
+		{"user claim email, stripped", map[string]any{"email": "a@corp.example"}, claimMapping{UserClaim: "email", StripEmailDomain: true}, "corp.example"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := mapIdentity(tc.claims, tc.m)
+			if err != nil {
+				t.Fatalf("mapIdentity(%v) = %v", tc.claims, err)
+			}
+			if m.domain != tc.want {
+				t.Errorf("mapIdentity(%v) domain = %q; want %q", tc.claims, m.domain, tc.want)
 			}
 		})
 	}

@@ -7,16 +7,20 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 )
 
 // localLogin is mode local: one user, and a random token in a URL printed
-// at start (as Jupyter does). Whoever opens the URL gets a session.
+// at start (as Jupyter does). The first to open the URL gets a session;
+// the token is then spent, so a copy of the URL (shell history, a shared
+// terminal, a log) is worth nothing, and it is never a bearer token.
 type localLogin struct {
 	user   string
 	groups []string
 	token  []byte
+	used   atomic.Bool
 }
 
 func newLocalLogin(cfg LocalConfig) (*localLogin, error) {
@@ -36,14 +40,23 @@ func (l *localLogin) check(s string) bool {
 	return subtle.ConstantTimeCompare(b, l.token) == 1
 }
 
-// serveLocalToken signs in whoever holds the token, then returns to rd.
+// serveLocalToken signs in whoever holds the token first, then returns to
+// rd. Only GET spends it: a HEAD from a link checker does not.
 func (a *Authenticator) serveLocalToken(w http.ResponseWriter, r *http.Request) error {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
 		return newHTTPError(http.StatusMethodNotAllowed, "Use GET.", nil)
 	}
 	if !a.local.check(r.URL.Query().Get("token")) {
 		a.renderPage(w, http.StatusForbidden, "Wrong login token",
 			"This login link is not valid. Open the login URL printed by sparkgate at start.", "", "")
+		return nil
+	}
+	if !a.local.used.CompareAndSwap(false, true) {
+		a.logger.Warn("the local login URL was opened again after its first use; refused")
+		a.renderPage(w, http.StatusForbidden, "Login link already used",
+			"This login link works once and has been used. If that was not you, stop sparkgate. "+
+				"Restart sparkgate for a new login URL.", "", "")
 		return nil
 	}
 	s := &session{
@@ -66,13 +79,4 @@ func (a *Authenticator) serveLocalChallenge(w http.ResponseWriter, _ *http.Reque
 	w.Header().Set("Cache-Control", "no-store")
 	a.renderPage(w, http.StatusUnauthorized, "Sign in to sparkgate",
 		"Open the login URL printed by sparkgate at start (it contains a token).", "", "")
-}
-
-// authenticateLocalBearer accepts "Authorization: Bearer <login token>" in
-// mode local, so scripts can use the same token.
-func (a *Authenticator) authenticateLocalBearer(token string) (Identity, bool, error) {
-	if !a.local.check(token) {
-		return Identity{}, false, nil
-	}
-	return Identity{User: a.local.user, Groups: a.local.groups, Method: MethodLocal, Expiry: a.now().Add(a.cfg.Session.TTL)}, true, nil
 }

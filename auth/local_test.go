@@ -50,20 +50,26 @@ func TestLocalLogin(t *testing.T) {
 		t.Errorf("after sign-in GET = %d %q; want 200 %q", resp.StatusCode, body, want)
 	}
 
-	// Scripts may send the token as a bearer token.
+	// The token is spent: a second use, even with the right token, is
+	// refused and signs nobody in.
+	other := newBrowser(t, false)
+	resp, body = get(t, other, login)
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "works once and has been used") {
+		t.Errorf("second use of the login URL = %d %q; want 403 saying it was used", resp.StatusCode, body)
+	}
+	if resp, _ := get(t, other, gw.srv.URL+"/app/x/"); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("after a second use of the login URL GET = %d; want 401", resp.StatusCode)
+	}
+	// Nor is the token a bearer token, before or after its use.
 	token := login[strings.Index(login, "token=")+len("token="):]
 	r := httptest.NewRequest(http.MethodGet, "/api/v1/applications", nil)
 	r.Header.Set("Authorization", "Bearer "+token)
-	if id, ok, err := a.Authenticate(r); !ok || err != nil || id.User != "dev" {
-		t.Errorf("Authenticate(local bearer) = %+v, %v, %v; want dev", id, ok, err)
-	}
-	r.Header.Set("Authorization", "Bearer "+strings.Repeat("0", 64))
-	if _, ok, _ := a.Authenticate(r); ok {
-		t.Errorf("Authenticate(wrong local bearer) signed in")
+	if id, ok, err := a.Authenticate(r); ok || err != nil {
+		t.Errorf("Authenticate(login token as bearer) = %+v, %v, %v; want not signed in", id, ok, err)
 	}
 
 	// Logout in local mode goes home and clears the session.
-	resp, _ = get(t, c, gw.srv.URL+"/oauth2/logout")
+	resp, _ = post(t, c, gw.srv.URL+"/oauth2/logout", gw.srv.URL)
 	if got := location(t, resp); got != gw.srv.URL+"/" {
 		t.Errorf("logout redirected to %q; want /", got)
 	}
@@ -92,5 +98,35 @@ func TestNewRefusesBadInput(t *testing.T) {
 	cfg.SetDefaults()
 	if _, err := New(context.Background(), cfg, "gw.example", zaptest.NewLogger(t)); err == nil {
 		t.Errorf("New(public URL without scheme) succeeded; want an error")
+	}
+}
+
+// TestLocalTokenNotABearer: the login token is refused as a bearer token
+// even before the URL was opened, and trying does not spend it.
+func TestLocalTokenNotABearer(t *testing.T) {
+	gw, a := newLocalEnv(t)
+	login := a.LocalLoginURL()
+	token := login[strings.Index(login, "token=")+len("token="):]
+	req, _ := http.NewRequest(http.MethodGet, gw.srv.URL+"/api/v1/applications", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET with the login token as bearer = %d; want 401", resp.StatusCode)
+	}
+	// A HEAD (a link checker) does not spend the token either.
+	hresp, err := newBrowser(t, false).Head(login)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hresp.Body.Close()
+	if hresp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("HEAD login URL = %d; want 405", hresp.StatusCode)
+	}
+	if resp, _ := get(t, newBrowser(t, false), login); resp.StatusCode != http.StatusFound {
+		t.Errorf("first GET of the login URL after those = %d; want 302 (signed in)", resp.StatusCode)
 	}
 }

@@ -44,7 +44,7 @@ type oidcClient struct {
 	endSessionURL string
 }
 
-func newOIDCClient(ctx context.Context, cfg OIDCConfig, redirectURL string, now func() time.Time) (*oidcClient, error) {
+func newOIDCClient(ctx context.Context, cfg OIDCConfig, allowedDomains []string, redirectURL string, now func() time.Time) (*oidcClient, error) {
 	hc := &http.Client{Timeout: cfg.Timeout}
 	ctx, cancel := context.WithTimeout(oidc.ClientContext(ctx, hc), cfg.Timeout)
 	defer cancel()
@@ -81,6 +81,7 @@ func newOIDCClient(ctx context.Context, cfg OIDCConfig, redirectURL string, now 
 		mapping: claimMapping{
 			UserClaim:        cfg.UserClaim,
 			StripEmailDomain: cfg.StripEmailDomain,
+			StripOnly:        lowerAll(allowedDomains),
 			GroupsClaim:      cfg.GroupsClaim,
 			ExtraGroups:      cfg.ExtraGroups,
 		},
@@ -134,11 +135,11 @@ func (c *oidcClient) sessionFromToken(ctx context.Context, tok *oauth2.Token, no
 			}
 		}
 	}
-	user, groups, err := mapIdentity(claims, c.mapping)
+	m, err := mapIdentity(claims, c.mapping)
 	if err != nil {
 		return nil, nil, fmt.Errorf("mapping identity: %w", err)
 	}
-	return &session{ID: rand.Text(), User: user, Groups: groups, Method: MethodSession, RefreshToken: tok.RefreshToken, IDToken: raw}, idt, nil
+	return &session{ID: rand.Text(), User: m.user, Groups: m.groups, Domain: m.domain, Method: MethodSession, RefreshToken: tok.RefreshToken, IDToken: raw}, idt, nil
 }
 
 // refreshSession renews s with its refresh token. It returns

@@ -63,11 +63,18 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 
 // renderPage writes a small HTML page; all values are escaped.
 func (a *Authenticator) renderPage(w http.ResponseWriter, status int, title, msg, link, linkText string) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+	pageHeaders(w)
 	w.WriteHeader(status)
 	_ = pageTemplate.Execute(w, struct{ Title, Message, Link, LinkText string }{title, msg, link, linkText})
+}
+
+// pageHeaders sets the headers of every page auth writes. The CSP has no
+// form-action: the sign-out form's answer may redirect to the provider.
+func pageHeaders(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
+	w.Header().Set("X-Frame-Options", "DENY")
 }
 
 // writeJSONError writes {"error": msg} with the status.

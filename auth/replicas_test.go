@@ -81,7 +81,7 @@ func TestSignOutHoldsOnEveryReplica(t *testing.T) {
 		t.Fatal("copied cookie on replica b before sign-out refused; want accepted")
 	}
 
-	get(t, c, e.a.srv.URL+"/oauth2/logout")
+	post(t, c, e.a.srv.URL+"/oauth2/logout", e.a.srv.URL)
 	if signedIn(t, stolen, e.a) {
 		t.Error("copied cookie on replica a after sign-out there accepted; want refused")
 	}
@@ -201,7 +201,7 @@ func TestStoreDownFailsOpen(t *testing.T) {
 		t.Errorf("replica b's store stats with the store down = %+v; want down, a check error, an unchecked request", st)
 	}
 
-	get(t, c, e.a.srv.URL+"/oauth2/logout")
+	post(t, c, e.a.srv.URL+"/oauth2/logout", e.a.srv.URL)
 	if signedIn(t, stolen, e.a) {
 		t.Error("copied cookie on replica a after sign-out there, store down, accepted; want refused")
 	}

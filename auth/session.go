@@ -39,7 +39,10 @@ type session struct {
 	ID     string   `json:"id,omitempty"`
 	User   string   `json:"u"`
 	Groups []string `json:"g,omitempty"`
-	Method string   `json:"m"`
+	// Domain is the user's email domain (see Identity.EmailDomain), kept
+	// so that the sign-in gate can judge the session again on every use.
+	Domain string `json:"d,omitempty"`
+	Method string `json:"m"`
 	// Expiry ends the session.
 	Expiry time.Time `json:"e"`
 	// RefreshAt is when the identity should be renewed with RefreshToken
@@ -51,7 +54,7 @@ type session struct {
 }
 
 func (s *session) identity() Identity {
-	return Identity{User: s.User, Groups: s.Groups, Method: s.Method, Expiry: s.Expiry}
+	return Identity{User: s.User, Groups: s.Groups, Method: s.Method, Expiry: s.Expiry, EmailDomain: s.Domain}
 }
 
 // sessionCodec encrypts and authenticates cookie values with every

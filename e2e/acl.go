@@ -3,14 +3,17 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -248,12 +251,15 @@ func Get(ctx context.Context, c *http.Client, u string, hdr http.Header) (Answer
 }
 
 // Verdict names an answer to an access attempt: "allow" (200), "deny"
-// (403), "login" (a redirect to sign-in or 401), else "status N".
+// (403, or the 404 of an unknown app), "login" (a redirect to sign-in or 401), else "status N".
 func (a Answer) Verdict() string {
 	switch {
 	case a.Status == http.StatusOK:
 		return "allow"
-	case a.Status == http.StatusForbidden:
+	case a.Status == http.StatusForbidden,
+		// A user who may not view an app gets the answer an unknown id
+		// gets (proxy.reveal_denied off); the apps asked about exist.
+		a.Status == http.StatusNotFound && bytes.Contains(a.Body, []byte("knows no application")):
 		return "deny"
 	case a.Status == http.StatusUnauthorized,
 		a.Status == http.StatusFound && strings.Contains(a.Location, "/oauth2/login"):
@@ -328,12 +334,36 @@ func browserTarget(base *url.URL, loc string) string {
 	return u.Host
 }
 
-// SignOut opens the gateway's /oauth2/logout with c (which must follow
-// redirects and hold the session's cookie jar) and confirms the provider's
-// end-session form with "Yes, sign me out" (logout=yes; the button sits
-// outside the form). It returns where the browser-like client ends.
+// SignOut signs out as the gateway's sign-out button does, with c (which
+// must follow redirects and hold the session's cookie jar): a same-origin
+// POST to /oauth2/logout, whose page continues to the provider's
+// end-session form, confirmed with "Yes, sign me out" (logout=yes; the
+// button sits outside the form). It returns where the browser-like client
+// ends.
 func SignOut(ctx context.Context, c *http.Client, gwURL string) (*url.URL, []byte, error) {
-	a, final, err := getFollow(ctx, c, http.MethodGet, gwURL+"/oauth2/logout", nil)
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, gwURL+"/oauth2/logout", strings.NewReader(""))
+	if err != nil {
+		return nil, nil, fmt.Errorf("building sign-out request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", gwURL)
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("POST /oauth2/logout: %w", err)
+	}
+	page, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the sign-out page: %w", err)
+	}
+	m := reContinue.FindSubmatch(page)
+	if resp.StatusCode != http.StatusOK || m == nil {
+		return resp.Request.URL, page, fmt.Errorf("sign-out answered %s without a link to the provider: %.300s", resp.Status, page)
+	}
+	a, final, err := getFollow(ctx, c, http.MethodGet, html.UnescapeString(string(m[1])), nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -349,6 +379,9 @@ func SignOut(ctx context.Context, c *http.Client, gwURL string) (*url.URL, []byt
 	body, final, err := getFollow(ctx, c, http.MethodPost, next.String(), fields)
 	return final, body, err
 }
+
+// reContinue finds where the gateway's sign-out page sends the browser.
+var reContinue = regexp.MustCompile(`<a id="continue" href="([^"]+)">`)
 
 // getFollow sends one request with c (following redirects as c does) and
 // returns the final body and URL; form, when set, is posted.

@@ -332,8 +332,8 @@ func (e *aclEnv) checkMatrix(t *testing.T, matrixFile string) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rest.Status == http.StatusForbidden && !rest.JSONError() {
-				t.Errorf("%s: REST 403 for %s is not a JSON error: %s %.200s", u.Name, a.Key, rest.ContentType, rest.Body)
+			if rest.Verdict() == "deny" && !rest.JSONError() {
+				t.Errorf("%s: REST denial for %s is not a JSON error: %s %.200s", u.Name, a.Key, rest.ContentType, rest.Body)
 			}
 			row.got[0], row.got[1] = page.Verdict(), rest.Verdict()
 			row.got[2] = presence(strings.Contains(string(index.Body), "<code>"+a.ID+"</code>"))
@@ -565,8 +565,8 @@ func (e *aclEnv) checkBearer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if no.Status != http.StatusForbidden || !no.JSONError() {
-		t.Errorf("bearer GET jobs of B (view.acls=alice) = %d %s %.200s; want a 403 JSON error", no.Status, no.ContentType, no.Body)
+	if no.Verdict() != "deny" || !no.JSONError() {
+		t.Errorf("bearer GET jobs of B (view.acls=alice) = %d %s %.200s; want a JSON denial", no.Status, no.ContentType, no.Body)
 	}
 	parts := strings.Split(e.token, ".")
 	if len(parts) != 3 {

@@ -73,6 +73,13 @@ func (o *OIDCProvider) Stop() error { return o.Proc.Stop(5 * time.Second) }
 // ClientCredentialsToken gets a JWT access token (aud sparkgate, identity
 // svc-reporter in group analysts) for the client "api-client".
 func (o *OIDCProvider) ClientCredentialsToken(ctx context.Context) (string, error) {
+	return o.ClientCredentialsTokenFor(ctx, "api-client")
+}
+
+// ClientCredentialsTokenFor gets a JWT access token (aud sparkgate) for the
+// client clientID: "api-client" (svc-reporter, group analysts) or
+// "api-client-eng" (svc-builder, group eng).
+func (o *OIDCProvider) ClientCredentialsTokenFor(ctx context.Context, clientID string) (string, error) {
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, o.Issuer+"/token",
@@ -81,7 +88,7 @@ func (o *OIDCProvider) ClientCredentialsToken(ctx context.Context) (string, erro
 		return "", fmt.Errorf("building token request: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.SetBasicAuth("api-client", o.Secret)
+	req.SetBasicAuth(clientID, o.Secret)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return "", fmt.Errorf("token request: %w", err)

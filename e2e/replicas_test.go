@@ -173,13 +173,10 @@ func TestReplicas(t *testing.T) {
 				t.Fatalf("copied cookie on replica %d before sign-out = %d, %v; want 200", i, a.Status, err)
 			}
 		}
-		resp, err := getNoFollow(ctx, other, lbURL+"/oauth2/logout")
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusFound {
-			t.Fatalf("sign-out through the load balancer = %d; want 302", resp.StatusCode)
+		// The sign-out button's POST, through the load balancer, then the
+		// provider's end-session confirmation.
+		if final, body, err := SignOut(ctx, &http.Client{Jar: other.Jar, Timeout: 60 * time.Second}, lbURL); err != nil {
+			t.Fatalf("sign-out through the load balancer: %v (at %s: %.300s)", err, final, body)
 		}
 		for i, g := range gws {
 			a, err := Get(ctx, stolen, g.URL+"/api/v1/applications", nil)

@@ -129,6 +129,19 @@ func New(cfg Config) *Policy {
 	}
 }
 
+// IsAdmin reports whether s is one of the gateway-wide admins
+// (policy.admins, policy.admin_groups), who may view and modify every app.
+func (p *Policy) IsAdmin(s Subject) bool {
+	if s.User == "" {
+		return false
+	}
+	if contains(p.admins, s.User) {
+		return true
+	}
+	_, ok := firstShared(s.Groups, p.adminGroups)
+	return ok
+}
+
 // Decide reports whether s may perform a on the app whose ACL is acl.
 //
 // In order: an empty user is denied (Spark's null-user pass does not apply

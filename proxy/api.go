@@ -52,6 +52,12 @@ type Verdict struct {
 	// Grant tells a denied user how access is granted, for example
 	// "spark.ui.view.acls / spark.ui.view.acls.groups".
 	Grant string
+	// Pending means the app's ACLs have not been read yet (from the
+	// driver's environment, or the event log through its History Server)
+	// and the identity is neither the owner nor an admin, whom the lists
+	// cannot exclude. It is not a "no": Spark might well say yes. Allow is
+	// false and Reasons are empty, since no list was read to give one.
+	Pending bool
 }
 
 // Authorizer decides whether an identity may act on an app. hist is nil for

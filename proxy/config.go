@@ -31,6 +31,14 @@ type Config struct {
 	// AllowThreadDump lets executor and task thread dumps through. Default
 	// true, as Spark's spark.ui.threadDumpsEnabled.
 	AllowThreadDump bool `yaml:"allow_thread_dump"`
+	// RevealDenied answers a user who may not view an app with 403 and the
+	// reasons (who owns it, which lists would let them in), as Spark's own
+	// UI does. Default false: such a user gets the same 404 as for an app
+	// that does not exist, so that app ids, and whether they run, are
+	// learnt by no one who may not view them; the reasons go to the audit
+	// log. A user who may view an app but not modify it is always told why
+	// a kill is refused.
+	RevealDenied bool `yaml:"reveal_denied"`
 	// Compress compresses answers for clients that accept zstd or gzip, as
 	// Spark's own UI does. Default true; turn it off where a load balancer
 	// in front compresses already.

@@ -27,6 +27,7 @@ type indexPage struct {
 	Running        int
 	Finished       int
 	Sources        []string
+	ShowSources    bool // to admins only
 	HistoryServers []string
 }
 
@@ -47,8 +48,10 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request, st *reqState
 		pageBase:       pageBase{Title: "Spark applications", User: st.ident.User, Groups: st.ident.Groups, RequestID: st.requestID},
 		Query:          q,
 		Total:          len(vis),
-		Sources:        s.sources,
 		HistoryServers: s.hsNames,
+	}
+	if s.isAdmin != nil && s.isAdmin(st.ident) {
+		data.Sources, data.ShowSources = s.sources, true
 	}
 	for _, v := range vis {
 		a := v.app

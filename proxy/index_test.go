@@ -9,15 +9,18 @@ import (
 )
 
 func TestIndexListsOnlyPermittedApps(t *testing.T) {
-	h := newHarness(t, nil)
+	h := newHarness(t, func(o *Options) { o.IsAdmin = func(id Identity) bool { return id.User == "root" } })
 	tests := []struct {
 		name, user, query string
 		want, notWant     []string
 	}{
-		{"owner", "alice|eng", "", []string{appLive, appHistory, appWaiting, appYarn, `href="/app/` + appLive + `/"`, "signed in as", "(eng)", `href="/oauth2/logout"`, "running", "finished", "3.5.9"}, []string{appDenied, "payroll"}},
+		{"owner", "alice|eng", "", []string{appLive, appHistory, appWaiting, appYarn, `href="/app/` + appLive + `/"`, "signed in as", "(eng)", `<button class="signout" type="submit" form="signout">`, `<form id="signout" method="post" action="/oauth2/logout"></form>`, "running", "finished", "3.5.9"}, []string{appDenied, "payroll"}},
 		{"viewer", "bob", "", []string{appLive, appHistory}, []string{appDenied, appWaiting, appYarn}},
 		{"filter", "alice", "?q=NIGHT", []string{appHistory, `value="NIGHT"`}, []string{appLive, appYarn}},
-		{"empty", "nobody", "", []string{"No applications to show", "driver logs /var/log/spark/*.log", "main"}, []string{appLive, appHistory}},
+		// Where discovery looks (hosts, paths) is for admins: a user who
+		// may view nothing learns nothing of it.
+		{"empty", "nobody", "", []string{"No applications to show", "main"}, []string{appLive, appHistory, "/var/log/spark"}},
+		{"admin", "root", "", []string{"No applications to show", "driver logs /var/log/spark/*.log"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

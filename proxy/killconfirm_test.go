@@ -71,7 +71,7 @@ func TestKillConfirmModifyACL(t *testing.T) {
 		{"no cookie", "alice", token, nil, nil, http.StatusForbidden},
 		{"other cookie", "alice", token, &http.Cookie{Name: csrfCookie, Value: "x"}, nil, http.StatusForbidden},
 		{"other user", "bob", token, cookie, nil, http.StatusForbidden},
-		{"viewer without modify", "dave", token, cookie, nil, http.StatusForbidden},
+		{"not a viewer", "dave", token, cookie, nil, http.StatusNotFound},
 		{"cross origin", "alice", token, cookie, http.Header{"Origin": {"https://evil.example"}}, http.StatusForbidden},
 		// Fetch metadata: what a script on the gateway's origin sends.
 		{"script fetch()", "alice", token, cookie, fetchMeta("cors", "empty", "same-origin", ""), http.StatusForbidden},
@@ -115,8 +115,8 @@ func TestKillConfirmModifyACL(t *testing.T) {
 	if resp, _ := h.raw(t, "GET", "/app/"+appLive+"/jobs/hold/", "alice"); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("GET hold in modify-acl mode = %d; want 403", resp.StatusCode)
 	}
-	if resp, _ := h.raw(t, "GET", "/app/"+appDenied+"/jobs/job/kill/?id=1", "alice"); resp.StatusCode != http.StatusForbidden {
-		t.Errorf("kill page of an app alice may not view = %d; want 403", resp.StatusCode)
+	if resp, _ := h.raw(t, "GET", "/app/"+appDenied+"/jobs/job/kill/?id=1", "alice"); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("kill page of an app alice may not view = %d; want 404, as for an unknown app", resp.StatusCode)
 	}
 }
 

@@ -33,7 +33,7 @@ func TestMetrics(t *testing.T) {
 	}{
 		{"/app/" + appLive + "/jobs/", "alice", http.StatusOK},
 		{"/app/" + appLive + "/jobs/", "alice", http.StatusOK},
-		{"/app/" + appDenied + "/jobs/", "alice", http.StatusForbidden},
+		{"/app/" + appDenied + "/jobs/", "alice", http.StatusNotFound},
 		{"/app/" + appLive + "/jobs/job/kill/?id=1", "alice", http.StatusForbidden},
 		{"/app/" + appDead + "/jobs/", "alice", http.StatusBadGateway},
 		{"/app/" + appLive + "/away/", "alice", http.StatusServiceUnavailable},
@@ -50,7 +50,8 @@ func TestMetrics(t *testing.T) {
 		want float64
 	}{
 		{"requests app 200", testutil.ToFloat64(m.requests.WithLabelValues("app", "200")), 2},
-		{"requests app 403", testutil.ToFloat64(m.requests.WithLabelValues("app", "403")), 2},
+		{"requests app 403", testutil.ToFloat64(m.requests.WithLabelValues("app", "403")), 1},
+		{"requests app 404", testutil.ToFloat64(m.requests.WithLabelValues("app", "404")), 1},
 		{"requests app 502", testutil.ToFloat64(m.requests.WithLabelValues("app", "502")), 1},
 		{"requests gateway 200", testutil.ToFloat64(m.requests.WithLabelValues("gateway", "200")), 1},
 		{"requests not-found 404", testutil.ToFloat64(m.requests.WithLabelValues("not-found", "404")), 1},

@@ -122,9 +122,13 @@ func (s *Server) writeError(w http.ResponseWriter, _ *http.Request, st *reqState
 		lvl = zap.WarnLevel
 	}
 	if ce := s.log.Check(lvl, "request failed"); ce != nil {
+		upstream := ""
+		if st.upstream != nil {
+			upstream = st.upstream.base.Redacted()
+		}
 		ce.Write(zap.String("request_id", st.requestID), zap.Int("status", he.Status),
 			zap.String("app_id", he.AppID), zap.String("user", st.ident.User),
-			zap.String("msg", he.Msg), zap.Error(he.Cause))
+			zap.String("upstream", upstream), zap.String("msg", he.Msg), zap.Error(he.Cause))
 	}
 	h := w.Header()
 	if he.Allow != "" {

@@ -21,15 +21,17 @@ func (s *Server) serveApp(w http.ResponseWriter, r *http.Request, st *reqState) 
 	if !ok {
 		return notFoundApp(rt.AppID)
 	}
+	// Every answer below, redirects included, tells that the app exists:
+	// each is given only after the user is found to be allowed to view it.
 	if app.Live() {
+		if err := s.authorize(st, app, nil, View); err != nil {
+			return err
+		}
 		if rt.Kind == KindApp && app.ProxyBase != "" {
 			// The driver ignores X-Forwarded-Context and links under
 			// /proxy/<id>; serve it there so its links resolve.
 			redirect(w, r, "/proxy/"+app.ID+rt.Path)
 			return nil
-		}
-		if err := s.authorize(st, app, nil, View); err != nil {
-			return err
 		}
 		st.prefix = rt.Prefix
 		if app.ProxyBase == "" {
@@ -43,6 +45,9 @@ func (s *Server) serveApp(w http.ResponseWriter, r *http.Request, st *reqState) 
 		return nil
 	}
 	if ref := s.historyFor(app, ""); ref != nil {
+		if err := s.authorize(st, app, ref, View); err != nil {
+			return err
+		}
 		if p, ok := historyREST(ref, app.ID, rt.Path); ok {
 			redirect(w, r, p)
 			return nil
@@ -85,7 +90,9 @@ func historyREST(ref *discovery.HistoryRef, appID, path string) (string, bool) {
 	return base + rest, true
 }
 
-func driverLabel(u *url.URL) string { return "driver " + u.Host }
+// driverLabel names a driver on error pages. Not by its address: users
+// need not learn where drivers run (the log has it, see writeError).
+func driverLabel(*url.URL) string { return "the driver" }
 
 func notFoundApp(id string) *httpError {
 	return &httpError{

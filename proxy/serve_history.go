@@ -55,6 +55,9 @@ func (s *Server) serveHistory(w http.ResponseWriter, r *http.Request, st *reqSta
 	if app.Live() {
 		// A bookmark of the history view of an app that runs again
 		// (or not yet listed there): the stable URL knows where it is.
+		if err := s.authorize(st, app, nil, View); err != nil {
+			return err
+		}
 		redirect(w, r, "/app/"+app.ID+"/")
 		return nil
 	}
@@ -71,11 +74,17 @@ func (s *Server) serveHistoryAlias(w http.ResponseWriter, r *http.Request, st *r
 		return notFoundApp(rt.AppID)
 	}
 	if ref := s.historyFor(app, rt.Attempt); ref != nil {
+		if err := s.authorize(st, app, ref, View); err != nil {
+			return err
+		}
 		// rt.Path is the whole "/history/<id>/..." path.
 		redirect(w, r, "/hs/"+ref.Server+rt.Path)
 		return nil
 	}
 	if app.Live() {
+		if err := s.authorize(st, app, nil, View); err != nil {
+			return err
+		}
 		rest := strings.TrimPrefix(rt.Path, "/history/"+app.ID)
 		if rt.Attempt != "" {
 			rest = strings.TrimPrefix(rest, "/"+rt.Attempt)

@@ -12,9 +12,11 @@
 package proxy
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"sort"
@@ -40,8 +42,16 @@ type Options struct {
 	// Suspect, if set, is told that a live app's driver did not answer, so
 	// that discovery re-checks it now rather than at its next round.
 	Suspect func(appID string)
+	// WantACLs, if set, is told that a request waits for an app's ACLs
+	// (Verdict.Pending), so that discovery reads them before any other.
+	WantACLs func(appID string)
+	// IsAdmin reports whether an identity is one of the gateway's admins;
+	// nil means none is.
+	IsAdmin func(Identity) bool
 	// Sources describes where discovery looks ("driver logs /var/log/spark",
-	// "port probe 10.0.0.5:4040-4056"); the index shows it when empty.
+	// "port probe 10.0.0.5:4040-4056"); the index shows it to admins when
+	// it lists nothing: it names hosts and paths that other users need not
+	// learn.
 	Sources []string
 	// CSRFKey signs kill confirmations (Kill "modify-acl"). Replicas behind
 	// one load balancer need the same key; nil picks a random one.
@@ -70,6 +80,8 @@ type Server struct {
 	hsNames   []string
 	ready     func() bool
 	suspect   func(string)
+	isAdmin   func(Identity) bool
+	wantACLs  func(string)
 	sources   []string
 	csrfKey   []byte
 	secure    bool // mark the gateway's cookies Secure
@@ -116,23 +128,25 @@ func New(o Options) (*Server, error) {
 		}
 	}
 	s := &Server{
-		cfg:     cfg,
-		guard:   Guard{AllowHeapHistogram: cfg.AllowHeapHistogram, AllowThreadDump: cfg.AllowThreadDump},
-		reg:     o.Registry,
-		authn:   o.Authn,
-		authz:   o.Authz,
-		hs:      make(map[string]*url.URL, len(o.HistoryServers)),
-		ready:   o.Ready,
-		suspect: o.Suspect,
-		sources: o.Sources,
-		csrfKey: key,
-		secure:  o.SecureCookies,
-		log:     o.Logger,
-		audit:   o.Audit,
-		metrics: o.Metrics,
-		pages:   pg,
-		static:  staticHandler(),
-		now:     time.Now,
+		cfg:      cfg,
+		guard:    Guard{AllowHeapHistogram: cfg.AllowHeapHistogram, AllowThreadDump: cfg.AllowThreadDump},
+		reg:      o.Registry,
+		authn:    o.Authn,
+		authz:    o.Authz,
+		hs:       make(map[string]*url.URL, len(o.HistoryServers)),
+		ready:    o.Ready,
+		suspect:  o.Suspect,
+		wantACLs: o.WantACLs,
+		isAdmin:  o.IsAdmin,
+		sources:  o.Sources,
+		csrfKey:  key,
+		secure:   o.SecureCookies,
+		log:      o.Logger,
+		audit:    o.Audit,
+		metrics:  o.Metrics,
+		pages:    pg,
+		static:   staticHandler(),
+		now:      time.Now,
 	}
 	for name, u := range o.HistoryServers {
 		if !ValidServerName(name) {
@@ -145,7 +159,17 @@ func New(o Options) (*Server, error) {
 		s.hsNames = append(s.hsNames, name)
 	}
 	sort.Strings(s.hsNames)
-	s.upstreams = newUpstreams(s, newTransport(cfg))
+	tr := newTransport(cfg)
+	// Dial the address discovery verified for a driver, never a fresh DNS
+	// answer for its host name (discovery.Snapshot.Pin).
+	dial := tr.DialContext
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if pinned, ok := s.reg.Load().Pin(addr); ok {
+			addr = pinned
+		}
+		return dial(ctx, network, addr)
+	}
+	s.upstreams = newUpstreams(s, tr)
 	return s, nil
 }
 
@@ -244,6 +268,27 @@ func (s *Server) authorize(st *reqState, app *discovery.App, hist *discovery.His
 	s.metrics.observeDecision(action, v.Allow)
 	if v.Allow {
 		return nil
+	}
+	if v.Pending {
+		if s.wantACLs != nil {
+			s.wantACLs(app.ID)
+		}
+		where := "its driver's environment"
+		if hist != nil {
+			where = "its event log on History Server " + hist.Server
+		}
+		return &httpError{
+			Status: http.StatusServiceUnavailable,
+			Title:  "Access lists not read yet",
+			Msg: fmt.Sprintf("sparkgate has not yet read the access lists of application %s from %s, so it cannot tell whether %s may %s it; this page reloads itself",
+				app.ID, where, st.ident.User, action),
+			AppID:      app.ID,
+			RetryAfter: 2,
+		}
+	}
+	if action == View && !s.cfg.RevealDenied {
+		// The same answer as for an id that names nothing.
+		return notFoundApp(app.ID)
 	}
 	return &httpError{
 		Status: http.StatusForbidden,

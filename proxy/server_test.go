@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -91,8 +93,17 @@ func TestDeadDriver502(t *testing.T) {
 	if resp.StatusCode != http.StatusBadGateway {
 		t.Fatalf("GET dead driver = %d; want 502", resp.StatusCode)
 	}
-	if !strings.Contains(body, "did not answer") || !strings.Contains(body, appDead) || !strings.Contains(body, "driver 127.0.0.1:") {
-		t.Errorf("502 page = %q; want it to name the driver and the app", body)
+	if !strings.Contains(body, "did not answer") || !strings.Contains(body, appDead) || !strings.Contains(body, "the driver") || strings.Contains(body, "127.0.0.1") {
+		t.Errorf("502 page = %q; want it to name the app and its driver, but not the driver's address", body)
+	}
+	var logged bool
+	for _, e := range h.logs.FilterMessage("request failed").All() {
+		if u, _ := e.ContextMap()["upstream"].(string); strings.Contains(u, "127.0.0.1:") {
+			logged = true
+		}
+	}
+	if !logged {
+		t.Error("the log does not name the driver's address")
 	}
 	// The driver refused the connection: it may have just stopped, so the
 	// page reloads itself into the waiting page or the history view.
@@ -307,10 +318,11 @@ func TestHistoryFallback(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("GET history static as any user = %d; want 200", resp.StatusCode)
 	}
-	// The History Server's copy of the ACLs applies: carol is not in it.
+	// The History Server's copy of the ACLs applies: carol is not in it,
+	// and learns no more than for an app that does not exist.
 	resp, _ = h.do(t, "GET", "/hs/main/history/"+appHistory+"/1/jobs/", "carol", nil)
-	if resp.StatusCode != http.StatusForbidden {
-		t.Errorf("GET history page as carol = %d; want 403", resp.StatusCode)
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET history page as carol = %d; want 404", resp.StatusCode)
 	}
 	resp, _ = h.do(t, "GET", "/hs/other/history/"+appHistory+"/1/jobs/", "alice", nil)
 	if resp.StatusCode != http.StatusNotFound {
@@ -337,8 +349,38 @@ func TestWaitingForHistory(t *testing.T) {
 	}
 }
 
-func TestACLDenied(t *testing.T) {
+// TestACLDeniedLooksUnknown: a user who may not view an app gets exactly
+// the answer an id that names nothing gets, on every way in (pages,
+// redirects, REST, history), unless proxy.reveal_denied is set.
+func TestACLDeniedLooksUnknown(t *testing.T) {
 	h := newHarness(t, nil)
+	const ghost = "app-20240101000000-9999"
+	reqID := regexp.MustCompile(`request [^<]*|"request_id":"[^"]*"`)
+	norm := func(body, id string) string { return reqID.ReplaceAllString(strings.ReplaceAll(body, id, "ID"), "") }
+	for _, c := range []struct{ user, id, path string }{
+		{"alice", appDenied, "/app/%s/jobs/"},
+		{"alice", appDenied, "/proxy/%s/jobs/"},
+		{"alice", appDenied, "/api/v1/applications/%s/jobs"},
+		{"carol", appHistory, "/app/%s/jobs/"},
+		{"carol", appHistory, "/history/%s/1/jobs/"},
+		{"carol", appHistory, "/api/v1/applications/%s/1/jobs"},
+		{"carol", appYarn, "/app/%s/jobs/"},
+		{"carol", appWaiting, "/app/%s/jobs/"},
+	} {
+		denied, dBody := h.do(t, "GET", fmt.Sprintf(c.path, c.id), c.user, nil)
+		unknown, uBody := h.do(t, "GET", fmt.Sprintf(c.path, ghost), c.user, nil)
+		if denied.StatusCode != http.StatusNotFound || unknown.StatusCode != http.StatusNotFound {
+			t.Errorf("%s GET %s: denied %d, unknown %d; want 404 for both", c.user, c.path, denied.StatusCode, unknown.StatusCode)
+			continue
+		}
+		if a, b := norm(dBody, c.id), norm(uBody, ghost); a != b {
+			t.Errorf("%s GET %s: the denied app's page differs from an unknown app's:\n%s\n---\n%s", c.user, c.path, a, b)
+		}
+	}
+}
+
+func TestACLDenied(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.Config.RevealDenied = true })
 	resp, body := h.do(t, "GET", "/app/"+appDenied+"/jobs/", "alice|eng|data", nil)
 	if resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("GET denied app = %d; want 403", resp.StatusCode)

@@ -50,11 +50,14 @@ func newUpstreams(s *Server, t *http.Transport) *upstreams {
 	return &upstreams{s: s, transport: t, m: make(map[upKey]*upstreamTarget)}
 }
 
-// newTransport clones the default transport (proxy from environment,
-// HTTP/1.1 keep-alives) and sets the timeouts that keep a dead or hung
+// newTransport clones the default transport (HTTP/1.1 keep-alives, no
+// proxy from the environment) and sets the timeouts that keep a dead or hung
 // upstream from holding a user's request.
 func newTransport(cfg Config) *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
+	// Drivers are dialled at the address discovery verified (Server's
+	// DialContext); a proxy from the environment would dial in their place.
+	t.Proxy = nil
 	// Connecting is bounded so that a driver whose host is gone answers 502
 	// (and falls back to history on the next request) within seconds.
 	t.DialContext = (&net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: cfg.IdleConnTimeout}).DialContext

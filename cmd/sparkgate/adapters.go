@@ -36,9 +36,10 @@ func newAuthorizer(cfg policy.Config, history map[string]policy.HistoryRules) *a
 	return &authorizer{c: policy.NewCached(policy.New(cfg), cfg.CacheSize, cfg.CacheTTL), history: history}
 }
 
-// unknownACL stands for an app whose environment could not be read: judged
-// as if ACLs were on with empty lists, so only its owner and admins get in.
-// Failing open here would hand a private app to everyone.
+// unknownACL stands for an app whose ACLs are not read yet: judged as if
+// ACLs were on with empty lists, so only its owner and admins get in, and
+// everyone else is told to wait (Verdict.Pending). Failing open here would
+// hand a private app to everyone.
 var unknownACL = map[string]string{"spark.acls.enable": "true"}
 
 func (z *authorizer) Authorize(id proxy.Identity, app *discovery.App, hist *discovery.HistoryRef, action proxy.Action) proxy.Verdict {
@@ -48,18 +49,36 @@ func (z *authorizer) Authorize(id proxy.Identity, app *discovery.App, hist *disc
 		act = policy.Modify
 	}
 	var d policy.Decision
+	var props map[string]string
 	if hist == nil {
-		props := app.ACLProps
-		if props == nil {
-			props = unknownACL
-		}
+		props = cmpOr(app.ACLProps, unknownACL)
 		d = z.c.DecideLive(sub, props, app.User, act)
 	} else {
-		props := hist.ACLProps
-		if props == nil {
-			props = unknownACL
-		}
-		d = z.c.DecideHistory(sub, z.history[hist.Server], props, app.User, act)
+		props = cmpOr(hist.ACLProps, unknownACL)
+		// The History Server's owner, never a live claim: a driver may say
+		// anything about itself, the event log is what the server serves.
+		d = z.c.DecideHistory(sub, z.history[hist.Server], props, hist.User, act)
+	}
+	if !d.Allow && (hist == nil && app.ACLProps == nil || hist != nil && hist.ACLProps == nil) {
+		// Judged with empty lists, only the owner and admins are let in;
+		// anyone else might be in a list not read yet. Say "not yet", and
+		// give no reasons drawn from lists that were never read.
+		return proxy.Verdict{Pending: true}
 	}
 	return proxy.Verdict{Allow: d.Allow, Reasons: d.Reasons, Grant: d.Grant}
+}
+
+// cmpOr returns m, or def when m is nil (an app whose ACLs are unknown; an
+// empty map is a read environment that sets none).
+func cmpOr(m, def map[string]string) map[string]string {
+	if m == nil {
+		return def
+	}
+	return m
+}
+
+// isAdmin reports whether an identity is one of the gateway-wide admins.
+func isAdmin(cfg policy.Config) func(proxy.Identity) bool {
+	p := policy.New(cfg)
+	return func(id proxy.Identity) bool { return p.IsAdmin(policy.Subject{User: id.User, Groups: id.Groups}) }
 }

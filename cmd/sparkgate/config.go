@@ -123,10 +123,27 @@ func (c *Config) Validate() []error {
 		errs = append(errs, fmt.Errorf("log.level: %q is not debug, info, warn or error", c.Log.Level))
 	}
 	errs = append(errs, c.Auth.Validate()...)
+	if c.Auth.Mode == auth.ModeLocal && !c.Auth.Local.AllowRemote && !isLoopback(c.Listen) {
+		errs = append(errs, fmt.Errorf("auth.local.allow_remote: local mode on listen %q, which is not loopback: whoever opens the printed login URL first is signed in; listen on 127.0.0.1, use auth.mode oidc, or set auth.local.allow_remote: true", c.Listen))
+	}
 	errs = append(errs, c.Policy.Validate()...)
 	errs = append(errs, c.Proxy.Validate()...)
 	errs = append(errs, c.Discovery.Validate()...)
 	return errs
+}
+
+// isLoopback reports whether a listen address (host:port) serves on
+// loopback only; an empty host serves on every interface.
+func isLoopback(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return true // reported as a listen problem instead
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // loadConfig reads path (or returns the local default when path is empty),

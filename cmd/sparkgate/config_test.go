@@ -139,3 +139,47 @@ func TestNoConfigIsSafeLocalMode(t *testing.T) {
 		t.Errorf("default config invalid: %v", errs)
 	}
 }
+
+// TestLocalModeStaysOnLoopback: -check-config refuses local mode on an
+// address that is not loopback unless auth.local.allow_remote is set.
+func TestLocalModeStaysOnLoopback(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	remote := write("remote.yaml", "listen: 0.0.0.0:8080\n")
+	allowed := write("allowed.yaml", "listen: 0.0.0.0:8080\nauth: {local: {allow_remote: true}}\n")
+	tests := []struct {
+		name string
+		args []string
+		ok   bool
+	}{
+		{"no config", []string{"-check-config"}, true},
+		{"loopback override", []string{"-check-config", "-listen", "127.0.0.2:8080"}, true},
+		{"localhost", []string{"-check-config", "-listen", "localhost:8080"}, true},
+		{"IPv6 loopback", []string{"-check-config", "-listen", "[::1]:8080"}, true},
+		{"every interface", []string{"-check-config", "-listen", ":8080"}, false},
+		{"a LAN address", []string{"-check-config", "-listen", "192.0.2.10:8080"}, false},
+		{"file on 0.0.0.0", []string{"-check-config", "-config", remote}, false},
+		{"file on 0.0.0.0 with allow_remote", []string{"-check-config", "-config", allowed}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := mainErr(tc.args)
+			if tc.ok {
+				if err != nil {
+					t.Errorf("mainErr(%q) = %v; want config ok", tc.args, err)
+				}
+				return
+			}
+			var ce configErrors
+			if !errors.As(err, &ce) || !strings.Contains(err.Error(), "auth.local.allow_remote: local mode on listen") {
+				t.Errorf("mainErr(%q) = %v; want a configuration error naming auth.local.allow_remote", tc.args, err)
+			}
+		})
+	}
+}

@@ -47,6 +47,9 @@ var (
 	sourceFailuresDesc = prometheus.NewDesc("sparkgate_discovery_source_failures_total",
 		"Failed polls of the discovery source since start.",
 		[]string{"source"}, nil)
+	conflictsDesc = prometheus.NewDesc("sparkgate_discovery_conflicts_total",
+		"Drivers' claims to an app id that discovery refused: a History Server, the source itself or the app's first verified owner contradicts them. The source label is the kind of source (probe, log, yarn, kubernetes, master, static).",
+		[]string{"source"}, nil)
 )
 
 // sourcesCollector reads the discovery sources' health at each scrape. The
@@ -57,6 +60,7 @@ type sourcesCollector struct{ d *discovery.Discoverer }
 func (c sourcesCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- sourceUpDesc
 	ch <- sourceFailuresDesc
+	ch <- conflictsDesc
 }
 
 func (c sourcesCollector) Collect(ch chan<- prometheus.Metric) {
@@ -67,5 +71,8 @@ func (c sourcesCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(sourceUpDesc, prometheus.GaugeValue, up, s.Name)
 		ch <- prometheus.MustNewConstMetric(sourceFailuresDesc, prometheus.CounterValue, float64(s.Failures), s.Name)
+	}
+	for kind, n := range c.d.Conflicts() {
+		ch <- prometheus.MustNewConstMetric(conflictsDesc, prometheus.CounterValue, float64(n), kind)
 	}
 }

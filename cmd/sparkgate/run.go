@@ -75,6 +75,8 @@ func run(ctx context.Context, cfg Config) error {
 		HistoryServers: historyURLs,
 		Ready:          disc.Ready,
 		Suspect:        disc.Suspect,
+		WantACLs:       disc.WantACLs,
+		IsAdmin:        isAdmin(cfg.Policy),
 		Sources:        describeSources(cfg.Discovery),
 		CSRFKey:        csrf,
 		SecureCookies:  strings.HasPrefix(cfg.PublicURL, "https://"),

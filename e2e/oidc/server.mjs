@@ -15,7 +15,8 @@
 //
 // Test users (login = user name, any password): alice (analysts), bob (eng),
 // carol (spark-admins), dave (no groups). Tokens for api-client carry the
-// identity svc-reporter in group analysts.
+// identity svc-reporter in group analysts; tokens for api-client-eng (same
+// secret) carry svc-builder in group eng.
 import http from 'node:http';
 import Provider from 'oidc-provider';
 
@@ -66,14 +67,14 @@ const configuration = {
       redirect_uris: list(process.env.OIDC_REDIRECT_URIS),
       post_logout_redirect_uris: list(process.env.OIDC_POST_LOGOUT_REDIRECT_URIS),
     },
-    {
-      client_id: 'api-client',
+    ...['api-client', 'api-client-eng'].map((id) => ({
+      client_id: id,
       client_secret: process.env.OIDC_API_CLIENT_SECRET || secret,
       token_endpoint_auth_method: 'client_secret_basic',
       grant_types: ['client_credentials'],
       response_types: [],
       redirect_uris: [],
-    },
+    })),
   ],
   pkce: { methods: ['S256'], required: () => true },
   scopes: ['openid', 'offline_access', 'profile', 'email', 'groups'],
@@ -91,6 +92,9 @@ const configuration = {
   issueRefreshToken: async (ctx, client) => client.grantTypeAllowed('refresh_token'),
   extraTokenClaims: async (ctx, token) => {
     if (token.kind === 'ClientCredentials') {
+      if (token.clientId === 'api-client-eng') {
+        return { preferred_username: 'svc-builder', groups: ['eng'] };
+      }
       return { preferred_username: 'svc-reporter', groups: ['analysts'] };
     }
     return undefined;
@@ -105,7 +109,7 @@ const configuration = {
       enabled: true,
       // Only the API client gets JWT access tokens by default; browser logins
       // keep opaque tokens so /me (userinfo) keeps working for them.
-      defaultResource: (ctx, client) => (client && client.clientId === 'api-client' ? resource : undefined),
+      defaultResource: (ctx, client) => (client && client.clientId.startsWith('api-client') ? resource : undefined),
       useGrantedResource: () => false,
       getResourceServerInfo: (ctx, indicator) => {
         if (indicator !== resource) {

@@ -36,6 +36,10 @@ type HistoryRef struct {
 	Attempts []string
 	// Completed is the History Server's own view of the newest attempt.
 	Completed bool
+	// User is the newest attempt's sparkUser as the History Server read it
+	// from the event log: the owner for history ACL purposes, whatever a
+	// live driver claims.
+	User string
 	// ACLProps are the ACL properties from the app's event log (the first
 	// environment update), as the History Server would apply them.
 	ACLProps map[string]string
@@ -63,6 +67,10 @@ type App struct {
 	// UIURL is the live driver's UI root (scheme://host:port), nil when the
 	// app is known only from a History Server.
 	UIURL *url.URL
+	// Addr is the ip:port that UIURL's host resolved to when the app was
+	// verified; discovery and the proxy dial it and nothing else
+	// (Snapshot.Pin).
+	Addr string
 	// ProxyBase is the driver's spark.ui.proxyBase (for example
 	// "/proxy/<appId>" on YARN); when set, Spark ignores X-Forwarded-Context
 	// and its links carry this prefix.
@@ -86,7 +94,8 @@ func (a *App) Live() bool { return a.State == Running && a.UIURL != nil }
 // Snapshot is an immutable view of every known app.
 type Snapshot struct {
 	byID map[string]*App
-	list []*App // sorted: running first, then newest start first
+	list []*App            // sorted: running first, then newest start first
+	pins map[string]string // live apps' UIURL host:port → Addr
 }
 
 // NewSnapshot builds a snapshot; apps must not be modified afterwards.
@@ -98,6 +107,12 @@ func NewSnapshot(apps []*App) *Snapshot {
 		}
 		s.byID[a.ID] = a
 		s.list = append(s.list, a)
+		if a.Live() && a.Addr != "" {
+			if s.pins == nil {
+				s.pins = map[string]string{}
+			}
+			s.pins[hostPort(a.UIURL)] = a.Addr
+		}
 	}
 	sort.SliceStable(s.list, func(i, j int) bool {
 		a, b := s.list[i], s.list[j]

@@ -64,6 +64,13 @@ type Config struct {
 	// EndedRetention is how long an ended app that no History Server knows
 	// stays listed, counted from its end. Default 24h.
 	EndedRetention Duration `yaml:"ended_retention"`
+	// AllowedNetworks bounds where drivers may live: CIDRs ("10.0.0.0/8")
+	// or single addresses. A candidate whose address (resolved once, at
+	// verification) is outside every one of them is refused. It applies to
+	// every driver address discovery finds, YARN ResourceManager web
+	// proxies included; History Servers and cluster APIs named in this
+	// file are not bound by it. Default empty: any address.
+	AllowedNetworks []string `yaml:"allowed_networks"`
 }
 
 // LogSource is a set of driver log files.
@@ -218,6 +225,11 @@ func (c *Config) Validate() []error {
 	}
 	if c.EndedRetention < 0 {
 		add("ended_retention", "%s is negative", c.EndedRetention)
+	}
+	for i, n := range c.AllowedNetworks {
+		if _, err := parseNetwork(n); err != nil {
+			add(fmt.Sprintf("allowed_networks[%d]", i), "%v", err)
+		}
 	}
 	for i, l := range c.Logs {
 		key := fmt.Sprintf("logs[%d]", i)

@@ -38,12 +38,14 @@ type Discoverer struct {
 	reg      *Registry
 	log      *zap.Logger
 	c        *client
+	pins     *pins
 	polls    []pollSource
 	hist     []*historySource
 	follower *follower
 	now      func() time.Time
 
 	suspect chan string
+	wantACL chan string
 	events  chan func()
 	ready   atomic.Bool
 	health  health
@@ -52,8 +54,10 @@ type Discoverer struct {
 	ctx         context.Context
 	targets     map[string]*target
 	apps        map[string]*liveApp
-	histApps    map[string][]historyApp // by History Server name
-	logCands    map[string][]candidate  // by log path
+	histApps    map[string][]historyApp  // by History Server name
+	histByID    map[string][]*historyApp // into histApps, by app id
+	aclBusy     map[string]bool          // "server/app id" whose history ACLs are being read for a request
+	logCands    map[string][]candidate   // by log path
 	pollBusy    bool
 	histBusy    bool
 	pollsDone   bool
@@ -76,6 +80,7 @@ type target struct {
 	fromLogAt  time.Time // when a log line last named it, for timing logs
 	verifyAt   time.Time // when the current or last verification started
 	bySourceAt time.Time
+	refused    string // the app id whose claim here was last refused, to count each once
 }
 
 // liveApp is an app found on a driver, running or ended.
@@ -102,9 +107,14 @@ func New(cfg Config, reg *Registry, logger *zap.Logger) *Discoverer {
 	if logger == nil {
 		logger = zap.NewNop()
 	}
+	pn := newPins(cfg.AllowedNetworks)
+	tr := newTransport()
+	tr.DialContext = pn.dialer(tr.DialContext)
 	d := &Discoverer{
-		cfg: cfg, reg: reg, log: logger, c: newClient(nil), now: time.Now,
+		cfg: cfg, reg: reg, log: logger, c: newClient(tr), pins: pn, now: time.Now,
 		suspect:  make(chan string, suspectQueue),
+		wantACL:  make(chan string, suspectQueue),
+		aclBusy:  map[string]bool{},
 		events:   make(chan func(), 256),
 		targets:  map[string]*target{},
 		apps:     map[string]*liveApp{},
@@ -208,6 +218,8 @@ func (d *Discoverer) Run(ctx context.Context) error {
 			d.round()
 		case id := <-d.suspect:
 			d.checkApp(id, true)
+		case id := <-d.wantACL:
+			d.readACLsNow(id)
 		case f := <-d.events:
 			f()
 		}
@@ -321,6 +333,7 @@ func (d *Discoverer) onHistory(res [][]historyApp, ok []bool) {
 			d.histApps[h.cfg.Name] = res[i]
 		}
 	}
+	d.reconcileHistory()
 	d.dirty = true
 }
 
@@ -354,7 +367,12 @@ func (d *Discoverer) verify(t *target) {
 	d.pending++
 	u := t.c.url
 	go func() {
-		info, err := d.c.verify(ctx, u)
+		addr, err := d.pins.resolve(ctx, u)
+		var info driverInfo
+		if err == nil {
+			info, err = d.c.verify(ctx, u)
+			info.addr = addr
+		}
 		d.send(ctx, func() { d.onVerified(t, info, err) })
 	}()
 }
@@ -377,10 +395,18 @@ func (d *Discoverer) onVerified(t *target, info driverInfo, err error) {
 			t.fails++
 			t.retryAt = now.Add(12 * time.Duration(d.cfg.Interval))
 		}
-		d.log.Debug("candidate not verified", zap.String("upstream", u2s(t.c.url)), zap.String("source", t.c.source), zap.Error(err))
+		log := d.log.Debug
+		if errors.Is(err, errNotAllowed) && t.fails == 1 {
+			log = d.log.Warn
+		}
+		log("candidate not verified", zap.String("upstream", u2s(t.c.url)), zap.String("source", t.c.source), zap.Error(err))
 		return
 	}
-	t.fails = 0
+	if reason := d.claimConflict(t, info); reason != "" {
+		d.refuseClaim(t, info.ID, info.User, reason)
+		return
+	}
+	t.fails, t.refused = 0, ""
 	if old := d.apps[info.ID]; old != nil && old.app.State == Running && old.key != key {
 		t.appID = info.ID // the same driver under a second address
 		return
@@ -393,7 +419,7 @@ func (d *Discoverer) onVerified(t *target, info driverInfo, err error) {
 	app := App{
 		ID: info.ID, Name: info.Name, User: info.User, AttemptID: info.AttemptID,
 		SparkVersion: info.SparkVersion, StartTime: info.Start, State: Running,
-		UIURL: t.c.url, Source: t.c.source, LastSeen: now,
+		UIURL: t.c.url, Addr: info.addr, Source: t.c.source, LastSeen: now,
 	}
 	if t.c.yarn {
 		app.ProxyBase = "/proxy/" + info.ID // the RM web proxy's, unless the environment names one
@@ -476,7 +502,7 @@ func (d *Discoverer) onChecked(id string, a *liveApp, got apiApp, err error, sus
 	if d.apps[id] != a || a.app.State != Running {
 		return
 	}
-	if err == nil && got.ID == id {
+	if err == nil && got.ID == id && attemptUser(got) == a.app.User {
 		a.fails = 0
 		a.app.LastSeen = d.now()
 		d.dirty = true
@@ -553,7 +579,7 @@ func (d *Discoverer) onLogs(changes []logCandidates, at time.Time, first bool) {
 			if err != nil {
 				continue
 			}
-			cs = append(cs, candidate{url: u, source: "log:" + ch.path})
+			cs = append(cs, candidate{url: u, source: "log:" + ch.path, appID: ch.appHint})
 		}
 		if len(cs) == 0 {
 			delete(d.logCands, ch.path)
@@ -571,6 +597,12 @@ func (d *Discoverer) onLogs(changes []logCandidates, at time.Time, first bool) {
 		}
 		for _, c := range cs {
 			t := d.targets[c.key()]
+			if t != nil && t.appID != "" && c.appID != "" && c.appID != t.appID {
+				// The log's id line names another app than the one
+				// verified at its URL.
+				d.evictClaim(t.appID, "the driver's log names app "+c.appID)
+				continue
+			}
 			if t != nil && t.appID != "" {
 				// A new UI line for a URL we know: maybe a new driver on a
 				// reused port. The check tells.
@@ -629,12 +661,17 @@ func (d *Discoverer) publish() {
 			delete(d.apps, id)
 			continue
 		}
+		if a.app.State == Ended && first[id] != nil {
+			// A finished app is what its History Server says it is,
+			// whatever its driver claimed while it ran.
+			continue
+		}
 		cp := a.app
 		cp.History = refs[id]
 		apps = append(apps, &cp)
 	}
 	for id, ha := range first {
-		if d.apps[id] != nil {
+		if a := d.apps[id]; a != nil && a.app.State == Running {
 			continue
 		}
 		apps = append(apps, &App{

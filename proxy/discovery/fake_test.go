@@ -17,7 +17,8 @@ type fakeDriver struct {
 	srv      *httptest.Server
 	mu       sync.Mutex
 	id       string
-	starting int // placeholder answers left
+	user     string // sparkUser, "alice" unless set
+	starting int    // placeholder answers left
 	props    [][]string
 	hits     atomic.Int64
 	// envGate, when set, holds every environment request until it is
@@ -31,7 +32,7 @@ type fakeDriver struct {
 
 func newFakeDriver(t *testing.T, id string) *fakeDriver {
 	t.Helper()
-	d := &fakeDriver{id: id, props: [][]string{
+	d := &fakeDriver{id: id, user: "alice", props: [][]string{
 		{"spark.acls.enable", "true"},
 		{"spark.app.name", "demo"},
 		{"spark.ui.view.acls", "alice,bob"},
@@ -44,6 +45,9 @@ func newFakeDriver(t *testing.T, id string) *fakeDriver {
 func (d *fakeDriver) url() *url.URL { u, _ := url.Parse(d.srv.URL); return u }
 
 func (d *fakeDriver) setID(id string) { d.mu.Lock(); d.id = id; d.mu.Unlock() }
+
+// claim makes the driver report id with user as its owner from now on.
+func (d *fakeDriver) claim(id, user string) { d.mu.Lock(); d.id, d.user = id, user; d.mu.Unlock() }
 
 // setEnv changes how the environment endpoint answers from now on.
 func (d *fakeDriver) setEnv(gate chan struct{}, fail bool) {
@@ -62,7 +66,7 @@ func (d *fakeDriver) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	d.mu.Lock()
-	id, starting := d.id, d.starting
+	id, user, starting := d.id, d.user, d.starting
 	if starting > 0 {
 		d.starting--
 	}
@@ -84,14 +88,14 @@ func (d *fakeDriver) serve(w http.ResponseWriter, r *http.Request) {
     "endTime" : "1969-12-31T23:59:59.999GMT",
     "lastUpdated" : "2024-05-01T12:34:56.789GMT",
     "duration" : 1234,
-    "sparkUser" : "alice",
+    "sparkUser" : %q,
     "completed" : false,
     "appSparkVersion" : "3.5.9",
     "startTimeEpoch" : 1714566896789,
     "endTimeEpoch" : -1,
     "lastUpdatedEpoch" : 1714566896789
   } ]
-} ]`, id)
+} ]`, id, user)
 	case "/api/v1/applications/" + id + "/environment":
 		d.envHits.Add(1)
 		if gate != nil {

@@ -33,7 +33,7 @@ type logCandidates struct {
 	path    string
 	urls    []string
 	stopped bool   // the change was a Stopped line
-	appHint string // for logs only; never used as an id
+	appHint string // the app id the log names, "" until its line; the driver must report it
 }
 
 // fileState follows one path.
@@ -54,7 +54,7 @@ type fileState struct {
 	uiURL    string // from a URL line
 	uiPort   int    // from a port line
 	scheme   string
-	appHint  string
+	appHint  string // from the log's own app-id line (event log name, master or RM id)
 	lastSent []string
 	changed  bool
 	stopped  bool
@@ -315,10 +315,11 @@ func (fl *follower) line(st *fileState, b []byte) {
 	}
 	switch ev.Kind {
 	case EventUIPort:
-		st.uiURL, st.uiPort, st.scheme = "", ev.Port, ev.Scheme
+		// A new UI is a new app: its id line comes after the UI line.
+		st.uiURL, st.uiPort, st.scheme, st.appHint = "", ev.Port, ev.Scheme, ""
 		st.changed = true
 	case EventUIURL:
-		st.uiURL, st.uiPort = ev.URL, 0
+		st.uiURL, st.uiPort, st.appHint = ev.URL, 0, ""
 		st.changed = true
 	case EventUIStopped:
 		st.uiURL, st.uiPort, st.appHint = "", 0, ""
@@ -329,7 +330,11 @@ func (fl *follower) line(st *fileState, b []byte) {
 			st.changed = true
 		}
 	case EventAppID:
-		st.appHint = ev.AppID
+		// The log names its app: the driver at its UI must report this id.
+		if st.appHint != ev.AppID {
+			st.appHint = ev.AppID
+			st.changed = true
+		}
 	}
 }
 

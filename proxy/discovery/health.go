@@ -20,8 +20,31 @@ type SourceHealth struct {
 // health records each source's last poll; polls run on their own
 // goroutines, readers (metrics scrapes) on others.
 type health struct {
-	mu sync.Mutex
-	m  map[string]*SourceHealth
+	mu        sync.Mutex
+	m         map[string]*SourceHealth
+	conflicts map[string]uint64 // refused app claims, by source kind
+}
+
+func (h *health) conflict(kind string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.conflicts == nil {
+		h.conflicts = map[string]uint64{}
+	}
+	h.conflicts[kind]++
+}
+
+// Conflicts reports how many drivers' claims to an app discovery refused
+// since start, by source kind ("probe", "log", "yarn", …): a claim that a
+// History Server, the source itself or an earlier owner contradicts.
+func (d *Discoverer) Conflicts() map[string]uint64 {
+	d.health.mu.Lock()
+	defer d.health.mu.Unlock()
+	out := make(map[string]uint64, len(d.health.conflicts))
+	for k, v := range d.health.conflicts {
+		out[k] = v
+	}
+	return out
 }
 
 func (h *health) record(name string, err error, now time.Time) {

@@ -92,7 +92,7 @@ func (h *historySource) poll(ctx context.Context) ([]historyApp, error) {
 			ID: a.ID, Name: a.Name, User: newest.SparkUser, AttemptID: newest.AttemptID,
 			SparkVersion: newest.AppSparkVersion,
 			Ref: HistoryRef{
-				Server: h.cfg.Name, BaseURL: h.base, Completed: newest.Completed,
+				Server: h.cfg.Name, BaseURL: h.base, Completed: newest.Completed, User: newest.SparkUser,
 				ACLsEnable: h.cfg.ACLsEnable, AdminACLs: h.cfg.AdminACLs, AdminACLsGroups: h.cfg.AdminACLsGroups,
 			},
 		}
@@ -166,4 +166,23 @@ func (h *historySource) aclOf(k envKey) map[string]string {
 		return e.acl
 	}
 	return nil
+}
+
+// fetchACLs reads one app's ACL properties from its event log now, out of
+// the poll's turn, and keeps them for the next polls.
+func (h *historySource) fetchACLs(ctx context.Context, id, attempt string, completed bool) (map[string]string, error) {
+	p := "api/v1/applications/" + url.PathEscape(id)
+	if attempt != "" {
+		p += "/" + url.PathEscape(attempt)
+	}
+	acl, _, err := h.c.environmentProps(ctx, h.base, p+"/environment")
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	// lastUpdated 0: an app still in progress is read again by the next
+	// poll, as its event log may still change.
+	h.env[envKey{id, attempt}] = &envEntry{completed: completed, acl: acl}
+	h.mu.Unlock()
+	return acl, nil
 }

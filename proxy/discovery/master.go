@@ -61,7 +61,7 @@ func (m *masterSource) candidates(ctx context.Context) ([]candidate, error) {
 			}
 			m.uis[a.ID] = ui
 		}
-		out = append(out, candidate{url: ui, source: m.name()})
+		out = append(out, candidate{url: ui, source: m.name(), appID: a.ID})
 	}
 	for id := range m.uis {
 		if !active[id] {

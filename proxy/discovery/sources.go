@@ -15,6 +15,11 @@ type candidate struct {
 	// yarn marks RM web-proxy URLs, whose apps link under /proxy/<appId>
 	// even if the environment does not say so.
 	yarn bool
+	// appID is the id the source itself gives the app at this URL (the
+	// ResourceManager's, the pod's spark-app-selector label, the master's
+	// list, the log's app-id line), "" when it names none. The driver must
+	// report exactly this id, or the candidate is refused.
+	appID string
 }
 
 func (c candidate) key() string { return c.url.String() }

@@ -118,7 +118,8 @@ type driverInfo struct {
 	ID, Name, User, AttemptID, SparkVersion string
 	Start                                   time.Time
 	Completed                               bool
-	tries                                   int // requests for the app list, for logs
+	tries                                   int    // requests for the app list, for logs
+	addr                                    string // the ip:port verified (pins)
 }
 
 // client makes the bounded outbound calls. Its zero value is not usable.

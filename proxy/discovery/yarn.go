@@ -43,7 +43,7 @@ func (y *yarnSource) candidates(ctx context.Context) ([]candidate, error) {
 		if err != nil {
 			continue
 		}
-		out = append(out, candidate{url: ui, source: y.name(), yarn: true})
+		out = append(out, candidate{url: ui, source: y.name(), yarn: true, appID: a.ID})
 	}
 	return out, nil
 }

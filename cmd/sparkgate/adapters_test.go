@@ -1,0 +1,58 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sparkgate/sparkgate/policy"
+	"github.com/sparkgate/sparkgate/proxy"
+	"github.com/sparkgate/sparkgate/proxy/discovery"
+)
+
+func testAuthorizer() *authorizer {
+	return newAuthorizer(policy.Config{Admins: []string{"root"}, WhenACLsOff: policy.ModeOpen, CacheSize: 16, CacheTTL: time.Minute},
+		map[string]policy.HistoryRules{"hs": {Name: "hs", Enabled: true}})
+}
+
+// TestAuthorizeUnknownACLsIsNotYet: while an app's ACLs are unread, its
+// owner and the admins get in and everyone else is told "not yet", with no
+// reasons drawn from lists that were never read.
+func TestAuthorizeUnknownACLsIsNotYet(t *testing.T) {
+	z := testAuthorizer()
+	liveApp := &discovery.App{ID: "local-1", User: "dave", State: discovery.Running}
+	hist := &discovery.HistoryRef{Server: "hs", User: "dave"}
+	finished := &discovery.App{ID: "app-1", User: "dave", State: discovery.Ended, History: []discovery.HistoryRef{*hist}}
+	for _, tc := range []struct {
+		name string
+		app  *discovery.App
+		hist *discovery.HistoryRef
+		user string
+		want proxy.Verdict
+	}{
+		{"live owner", liveApp, nil, "dave", proxy.Verdict{Allow: true}},
+		{"live admin", liveApp, nil, "root", proxy.Verdict{Allow: true}},
+		{"live other", liveApp, nil, "carol", proxy.Verdict{Pending: true}},
+		{"history owner", finished, hist, "dave", proxy.Verdict{Allow: true}},
+		{"history other", finished, hist, "carol", proxy.Verdict{Pending: true}},
+	} {
+		v := z.Authorize(proxy.Identity{User: tc.user}, tc.app, tc.hist, proxy.View)
+		if v.Allow != tc.want.Allow || v.Pending != tc.want.Pending || (v.Pending && len(v.Reasons) > 0) {
+			t.Errorf("%s: Authorize(%s) = %+v; want allow=%t pending=%t and no reasons when pending", tc.name, tc.user, v, tc.want.Allow, tc.want.Pending)
+		}
+	}
+}
+
+// TestAuthorizeHistoryUsesHistoryOwner: a finished app is judged with the
+// History Server's sparkUser, whatever a live driver claimed (issue 10's
+// takeover: alice's claim of dave's app must not make her its owner).
+func TestAuthorizeHistoryUsesHistoryOwner(t *testing.T) {
+	z := testAuthorizer()
+	hist := &discovery.HistoryRef{Server: "hs", User: "dave", ACLProps: map[string]string{"spark.acls.enable": "true"}}
+	claimed := &discovery.App{ID: "app-1", User: "alice", State: discovery.Ended, History: []discovery.HistoryRef{*hist}}
+	if v := z.Authorize(proxy.Identity{User: "alice"}, claimed, hist, proxy.View); v.Allow || v.Pending {
+		t.Errorf("alice on dave's finished app = %+v; want a denial", v)
+	}
+	if v := z.Authorize(proxy.Identity{User: "dave"}, claimed, hist, proxy.View); !v.Allow {
+		t.Errorf("dave on his finished app = %+v; want allowed", v)
+	}
+}

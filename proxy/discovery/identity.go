@@ -1,0 +1,185 @@
+package discovery
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// An app id is a name that anyone who can start a process on the cluster can
+// claim: a driver answers /api/v1/applications with whatever it likes. These
+// rules decide whose claim stands, in this order of trust:
+//
+//  1. A History Server's record (its sparkUser, read from the event log)
+//     outranks every live claim: a live driver may not claim an app that a
+//     History Server lists as finished, or with another owner.
+//  2. Where the source itself names the app (the ResourceManager's id, the
+//     pod's spark-app-selector label, the master's list, the log's app-id
+//     line), the driver must report that id.
+//  3. The first verified owner keeps the id: a second address answering for
+//     it with another owner is refused.
+//
+// A refused claim is logged and counted (sparkgate_discovery_conflicts_total)
+// once per address and id, and the address is not asked again for a while.
+
+// claimConflict says why the app a driver reported at t may not be
+// published, or "" when it may.
+func (d *Discoverer) claimConflict(t *target, info driverInfo) string {
+	if want := t.c.appID; want != "" && info.ID != want {
+		return fmt.Sprintf("the source names app %s at this address", want)
+	}
+	for _, ha := range d.histByID[info.ID] {
+		if ha.Ref.Completed {
+			return fmt.Sprintf("History Server %s lists the app as finished", ha.Ref.Server)
+		}
+		if ha.User != info.User {
+			return fmt.Sprintf("History Server %s says the app's owner is %q", ha.Ref.Server, ha.User)
+		}
+	}
+	if old := d.apps[info.ID]; old != nil && old.app.User != info.User {
+		return fmt.Sprintf("the app was verified first at %s with owner %q", u2s(old.app.UIURL), old.app.User)
+	}
+	return ""
+}
+
+// refuseClaim records a refused claim at t and backs off from t.
+func (d *Discoverer) refuseClaim(t *target, id, user, reason string) {
+	t.fails++
+	t.retryAt = d.now().Add(claimBackoff * time.Duration(d.cfg.Interval))
+	if t.appID == id {
+		t.appID = ""
+	}
+	if t.refused == id {
+		d.log.Debug("app claim refused again", zap.String("app_id", id), zap.String("upstream", u2s(t.c.url)), zap.String("reason", reason))
+		return
+	}
+	t.refused = id
+	d.health.conflict(sourceKind(t.c.source))
+	d.log.Warn("discovery refused a driver's claim to an app",
+		zap.String("app_id", id), zap.String("claimed_user", user), zap.String("upstream", u2s(t.c.url)),
+		zap.String("source", t.c.source), zap.String("reason", reason))
+}
+
+// claimBackoff is how many intervals a refused address waits before it is
+// asked again: it may have been a port reused by an honest driver.
+const claimBackoff = 12
+
+// evictClaim withdraws a published live app whose claim a more trusted
+// source has since contradicted. Nothing of it is kept: a History Server's
+// record, if any, takes its place at the next publish.
+func (d *Discoverer) evictClaim(id, reason string) {
+	a := d.apps[id]
+	if a == nil {
+		return
+	}
+	delete(d.apps, id)
+	for _, t := range d.targets {
+		if t.appID == id {
+			d.refuseClaim(t, id, a.app.User, reason)
+		}
+	}
+	d.dirty = true
+}
+
+// reconcileHistory applies rule 1 to apps verified before a History Server
+// listed them: another owner is a false claim; a finished record means the
+// driver is gone, whatever still answers at its address.
+func (d *Discoverer) reconcileHistory() {
+	d.histByID = make(map[string][]*historyApp, len(d.histByID))
+	for _, h := range d.hist {
+		list := d.histApps[h.cfg.Name]
+		for i := range list {
+			d.histByID[list[i].ID] = append(d.histByID[list[i].ID], &list[i])
+		}
+	}
+	for id, a := range d.apps {
+		if a.app.State != Running {
+			continue
+		}
+		for _, ha := range d.histByID[id] {
+			if ha.User != a.app.User {
+				d.evictClaim(id, fmt.Sprintf("History Server %s says the app's owner is %q", ha.Ref.Server, ha.User))
+				break
+			}
+			if ha.Ref.Completed {
+				d.endApp(id, "History Server "+ha.Ref.Server+" lists it as finished")
+				break
+			}
+		}
+	}
+}
+
+// attemptUser is the sparkUser of an app list entry's first attempt.
+func attemptUser(a apiApp) string {
+	if len(a.Attempts) == 0 {
+		return ""
+	}
+	return a.Attempts[0].SparkUser
+}
+
+// sourceKind is the kind of a candidate's source ("probe", "log", "yarn",
+// "kubernetes", "master", "static"): a metric label with few values.
+func sourceKind(source string) string {
+	k, _, _ := strings.Cut(source, ":")
+	return k
+}
+
+// WantACLs asks for an app's ACLs to be read now, before any other read: a
+// request is waiting for them (its answer is "not yet" until they are). It
+// never blocks.
+func (d *Discoverer) WantACLs(appID string) {
+	select {
+	case d.wantACL <- appID:
+	default: // a queue this full means reads are already on the way
+	}
+}
+
+// readACLsNow starts the reads of an app's unknown ACLs: its live driver's
+// environment and, for every History Server that lists it without them,
+// its event log's.
+func (d *Discoverer) readACLsNow(id string) {
+	if a := d.apps[id]; a != nil && a.app.State == Running && !a.envKnown {
+		d.readEnv(id, a)
+	}
+	for _, ha := range d.histByID[id] {
+		if ha.Ref.ACLProps != nil {
+			continue
+		}
+		h := d.histSource(ha.Ref.Server)
+		key := ha.Ref.Server + "/" + id
+		if h == nil || d.aclBusy[key] {
+			continue
+		}
+		d.aclBusy[key] = true
+		ctx, attempt, completed := d.ctx, ha.AttemptID, ha.Ref.Completed
+		go func() {
+			acl, err := h.fetchACLs(ctx, id, attempt, completed)
+			d.send(ctx, func() { d.onHistoryACLs(key, h.cfg.Name, id, acl, err) })
+		}()
+	}
+}
+
+func (d *Discoverer) onHistoryACLs(key, server, id string, acl map[string]string, err error) {
+	delete(d.aclBusy, key)
+	if err != nil {
+		d.log.Debug("history ACLs unreadable", zap.String("app_id", id), zap.String("history", server), zap.Error(err))
+		return
+	}
+	for _, ha := range d.histByID[id] {
+		if ha.Ref.Server == server && ha.Ref.ACLProps == nil {
+			ha.Ref.ACLProps = acl
+			d.dirty = true
+		}
+	}
+}
+
+func (d *Discoverer) histSource(name string) *historySource {
+	for _, h := range d.hist {
+		if h.cfg.Name == name {
+			return h
+		}
+	}
+	return nil
+}

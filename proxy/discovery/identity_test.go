@@ -1,0 +1,179 @@
+package discovery
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeHistory is a History Server listing apps; its list can change.
+type fakeHistory struct {
+	srv     *httptest.Server
+	mu      sync.Mutex
+	list    string // the /api/v1/applications answer
+	envFail bool   // environments answer 404, as for an app still being parsed
+}
+
+func newFakeHistory(t *testing.T, list string) *fakeHistory {
+	t.Helper()
+	h := &fakeHistory{list: list}
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.mu.Lock()
+		list, envFail := h.list, h.envFail
+		h.mu.Unlock()
+		if r.URL.Path == "/api/v1/applications" {
+			fmt.Fprint(w, list)
+			return
+		}
+		if envFail {
+			http.Error(w, "no such app", http.StatusNotFound)
+			return
+		}
+		fmt.Fprint(w, `{"sparkProperties":[["spark.acls.enable","true"]]}`)
+	}))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+func (h *fakeHistory) set(list string) { h.mu.Lock(); h.list = list; h.mu.Unlock() }
+
+func histEntry(id, user string, completed bool) string {
+	return fmt.Sprintf(`{"id":%q,"name":"n","attempts":[{"startTimeEpoch":1,"endTimeEpoch":2,"lastUpdatedEpoch":2,"sparkUser":%q,"completed":%t}]}`, id, user, completed)
+}
+
+// TestClaimOfFinishedHistoryAppRefused is the takeover of issue 10: a
+// server answering with another user's finished app id and its own user
+// neither becomes the app nor changes who owns it, before or after it stops.
+func TestClaimOfFinishedHistoryAppRefused(t *testing.T) {
+	t.Parallel()
+	hs := newFakeHistory(t, "["+histEntry("app-1-0003", "dave", true)+"]")
+	liar := newFakeDriver(t, "app-1-0003")
+	liar.claim("app-1-0003", "alice")
+	d, reg := startDiscoverer(t, Config{History: []HistorySource{{Name: "hs", URL: hs.srv.URL}}, Static: []string{liar.srv.URL}})
+	waitFor(t, reg, "ready", func(*Snapshot) bool { return d.Ready() })
+	eventually(t, "the claim is counted", func() bool { return d.Conflicts()["static"] == 1 })
+	a, ok := reg.Lookup("app-1-0003")
+	if !ok || a.Live() || a.User != "dave" || a.Source != "history:hs" || a.History[0].User != "dave" {
+		t.Fatalf("app-1-0003 = %+v; want dave's history record", a)
+	}
+	liar.srv.Close()
+	time.Sleep(300 * time.Millisecond) // a few rounds
+	if a, _ := reg.Lookup("app-1-0003"); a.User != "dave" || a.Live() {
+		t.Errorf("after the liar stopped: app = %+v", a)
+	}
+	if n := d.Conflicts()["static"]; n != 1 {
+		t.Errorf("conflicts = %d; want the one claim counted once", n)
+	}
+}
+
+// TestClaimEvictedWhenHistoryDisagrees: a claim verified before any History
+// Server listed the app is withdrawn when one lists it with another owner.
+func TestClaimEvictedWhenHistoryDisagrees(t *testing.T) {
+	t.Parallel()
+	hs := newFakeHistory(t, "[]")
+	liar := newFakeDriver(t, "app-2-0001")
+	liar.claim("app-2-0001", "alice")
+	d, reg := startDiscoverer(t, Config{History: []HistorySource{{Name: "hs", URL: hs.srv.URL}}, Static: []string{liar.srv.URL}})
+	waitFor(t, reg, "the claim, live", live("app-2-0001"))
+	hs.set("[" + histEntry("app-2-0001", "dave", false) + "]")
+	waitFor(t, reg, "dave's record", func(s *Snapshot) bool {
+		a, ok := s.Lookup("app-2-0001")
+		return ok && !a.Live() && a.User == "dave"
+	})
+	eventually(t, "the claim is counted", func() bool { return d.Conflicts()["static"] == 1 })
+}
+
+// TestClaimAgreeingWithHistoryKept: a running app that its History Server
+// lists in progress with the same owner is the normal case and stays live;
+// once the History Server says it finished, it ends.
+func TestClaimAgreeingWithHistoryKept(t *testing.T) {
+	t.Parallel()
+	hs := newFakeHistory(t, "["+histEntry("app-3-0001", "alice", false)+"]")
+	drv := newFakeDriver(t, "app-3-0001")
+	d, reg := startDiscoverer(t, Config{History: []HistorySource{{Name: "hs", URL: hs.srv.URL}}, Static: []string{drv.srv.URL}})
+	waitFor(t, reg, "live with its history ref", func(s *Snapshot) bool {
+		a, ok := s.Lookup("app-3-0001")
+		return ok && a.Live() && len(a.History) == 1
+	})
+	hs.set("[" + histEntry("app-3-0001", "alice", true) + "]")
+	waitFor(t, reg, "ended by the History Server", ended("app-3-0001"))
+	if n := len(d.Conflicts()); n != 0 {
+		t.Errorf("conflicts = %v; want none", d.Conflicts())
+	}
+}
+
+// TestSecondOwnerRefused: the first verified owner keeps the id; a second
+// address answering for it with another owner is refused, and with the same
+// owner it is the same driver under a second address.
+func TestSecondOwnerRefused(t *testing.T) {
+	t.Parallel()
+	first := newFakeDriver(t, "local-42")
+	d, reg := startDiscoverer(t, Config{Static: []string{first.srv.URL}})
+	waitFor(t, reg, "first live", live("local-42"))
+	second := newFakeDriver(t, "local-42")
+	second.claim("local-42", "mallory")
+	d.send(context.Background(), func() { d.offer(candidate{url: second.url(), source: "probe:x"}) })
+	eventually(t, "the second claim is counted", func() bool { return d.Conflicts()["probe"] == 1 })
+	if a, _ := reg.Lookup("local-42"); a.User != "alice" || a.UIURL.String() != first.srv.URL {
+		t.Errorf("app = %+v; want the first owner's", a)
+	}
+}
+
+// TestSourceNamedIDMustMatch: where the source names the app (YARN, the
+// master, a pod label, a log's id line), a driver reporting another id is
+// refused.
+func TestSourceNamedIDMustMatch(t *testing.T) {
+	t.Parallel()
+	drv := newFakeDriver(t, "app-9-0009")
+	d, reg := startDiscoverer(t, Config{})
+	d.send(context.Background(), func() { d.offer(candidate{url: drv.url(), source: "master:m", appID: "app-9-0001"}) })
+	eventually(t, "counted", func() bool { return d.Conflicts()["master"] == 1 })
+	if _, ok := reg.Lookup("app-9-0009"); ok {
+		t.Error("app-9-0009 published although the master names app-9-0001 there")
+	}
+	drv.claim("app-9-0001", "alice")
+	d.send(context.Background(), func() {
+		t := d.targets[drv.url().String()]
+		t.retryAt = time.Time{}
+		d.offer(candidate{url: drv.url(), source: "master:m", appID: "app-9-0001"})
+	})
+	waitFor(t, reg, "the matching id", live("app-9-0001"))
+}
+
+// eventually polls cond; the deadline only bounds a failing test.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestWantACLsReadsHistoryNow: a History Server that could not give an
+// app's ACLs at its listing (it answers 404 while it parses the event log)
+// is asked again at once when a request waits for them, not a minute later.
+func TestWantACLsReadsHistoryNow(t *testing.T) {
+	t.Parallel()
+	hs := newFakeHistory(t, "["+histEntry("app-5-0001", "dave", true)+"]")
+	hs.envFail = true
+	d, reg := startDiscoverer(t, Config{History: []HistorySource{{Name: "hs", URL: hs.srv.URL}}})
+	waitFor(t, reg, "listed without ACLs", func(s *Snapshot) bool {
+		a, ok := s.Lookup("app-5-0001")
+		return ok && len(a.History) == 1 && a.History[0].ACLProps == nil
+	})
+	hs.mu.Lock()
+	hs.envFail = false
+	hs.mu.Unlock()
+	d.WantACLs("app-5-0001")
+	waitFor(t, reg, "its ACLs", func(s *Snapshot) bool {
+		a, _ := s.Lookup("app-5-0001")
+		return a.History[0].ACLProps["spark.acls.enable"] == "true"
+	})
+}
