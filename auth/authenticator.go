@@ -121,7 +121,7 @@ func New(ctx context.Context, cfg Config, publicURL string, logger *zap.Logger) 
 	}
 	if cfg.Session.Store == StoreRedis {
 		a.shared = newShared(newRedisStore(cfg.Session.Redis, logger.Named("store")), cfg.Session.Redis.Timeout, cfg.Session.TTL, logger.Named("store"))
-		a.shared.start(ctx, cfg.Session.Redis.Addr)
+		a.shared.start(ctx, cfg.Session.Redis.Addr, cfg.Session.Redis.DialTimeout+cfg.Session.Redis.Timeout)
 	}
 
 	switch cfg.Mode {

@@ -28,11 +28,11 @@ const renewPoll = 25 * time.Millisecond
 // whole lifetime without sharing a result.
 var errRenewBusy = errors.New("another replica is renewing this session")
 
-// start pings the store once: a gateway starts without it (sessions work,
-// checked only against this replica's sign-outs) and probes it until it
-// answers.
-func (s *shared) start(ctx context.Context, addr string) {
-	cctx, cancel := s.ctx(ctx)
+// start pings the store once, allowing for the first connection (wait):
+// a gateway starts without it (sessions work, checked only against this
+// replica's sign-outs) and probes it until it answers.
+func (s *shared) start(ctx context.Context, addr string, wait time.Duration) {
+	cctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	if err := s.store.ping(cctx); err != nil {
 		s.failed(OpPing, err)

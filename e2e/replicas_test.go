@@ -79,7 +79,9 @@ func TestReplicas(t *testing.T) {
 			"session": map[string]any{
 				"keys":  []string{key},
 				"store": "redis",
-				"redis": map[string]any{"addr": rs.Addr, "key_prefix": "e2e-replicas:"},
+				// A generous timeout: this machine runs the whole suite on 2
+				// cores, and a store error here would be a false one.
+				"redis": map[string]any{"addr": rs.Addr, "key_prefix": "e2e-replicas:", "timeout": "2s"},
 			},
 		},
 		Policy: map[string]any{"admins": []string{"alice"}},
