@@ -107,7 +107,9 @@ func (r *redisServer) client() *redis.Client {
 func redisConfig(idp *fakeIDP, r *redisServer, keys ...string) Config {
 	cfg := oidcConfig(idp, keys...)
 	cfg.Session.Store = StoreRedis
-	cfg.Session.Redis = RedisConfig{Addr: r.addr(), KeyPrefix: fmt.Sprintf("test-%d:", time.Now().UnixNano())}
+	// A generous timeout: on a busy test machine a slow answer would count
+	// as the store down, which the tests of an answering store must not see.
+	cfg.Session.Redis = RedisConfig{Addr: r.addr(), KeyPrefix: fmt.Sprintf("test-%d:", time.Now().UnixNano()), Timeout: 2 * time.Second}
 	cfg.SetDefaults()
 	return cfg
 }
