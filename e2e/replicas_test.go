@@ -35,6 +35,11 @@ import (
 //     replica, asked directly, while the first sign-in still works;
 //   - a kill confirmation opened on one replica is accepted by another
 //     (and a forged one refused by the third): the job is killed;
+//   - with ID tokens of 40 s and a provider that rotates refresh tokens
+//     (and ends the grant when a spent one comes back), a session due for
+//     renewal, asked for at once on all three replicas, is renewed once;
+//     every request, and the old and the renewed cookie afterwards, are
+//     signed in;
 //   - one replica is stopped (SIGTERM) in the middle of a crawl through the
 //     load balancer; the crawl finishes with no broken link.
 func TestReplicas(t *testing.T) {
@@ -57,6 +62,12 @@ func TestReplicas(t *testing.T) {
 	// The provider knows the load balancer's URL: users reach the
 	// gateway there, and so do its redirects.
 	const secret = "e2e-client-secret-not-secret"
+	// ID tokens of 40 s: a session is due for renewal 10 s after sign-in
+	// (30 s before the ID token expires), so sessions are renewed during
+	// the test; and the provider rotates refresh tokens and ends the grant
+	// when a spent one is presented again.
+	t.Setenv("OIDC_ID_TOKEN_TTL", "40")
+	t.Setenv("OIDC_ROTATE_REFRESH_TOKEN", "1")
 	op, lbPort, lbURL := s.providerFor(ctx, t, dir, secret)
 
 	d, err := StartDriver(ctx, s.root, home, DriverOptions{
@@ -122,6 +133,8 @@ func TestReplicas(t *testing.T) {
 	}
 
 	alice := signInThrough(ctx, t, lbURL, "alice")
+	bob := signInThrough(ctx, t, lbURL, "bob")
+	bobSignedIn := time.Now()
 	for _, g := range gws {
 		if _, _, err := g.WaitListed(ctx, alice, func(id string) bool { return id == d.AppID }); err != nil {
 			t.Fatalf("replica %s: %v", g.URL, err)
@@ -237,6 +250,88 @@ func TestReplicas(t *testing.T) {
 				t.Fatalf("job %d still RUNNING 20 s after the confirmed kill", jobID)
 			}
 			time.Sleep(250 * time.Millisecond)
+		}
+	})
+
+	t.Run("refresh rotates once across replicas", func(t *testing.T) {
+		// bob's session is due 10 s after his sign-in; then nine requests
+		// with the same cookie reach the three replicas at once.
+		time.Sleep(time.Until(bobSignedIn.Add(11 * time.Second)))
+		lbu, _ := url.Parse(lbURL)
+		var cookies []string
+		for _, ck := range bob.Jar.Cookies(lbu) {
+			cookies = append(cookies, ck.Name+"="+ck.Value)
+		}
+		oldCookie := strings.Join(cookies, "; ")
+		type answer struct {
+			status  int
+			renewed string
+		}
+		answers := make(chan answer, 9)
+		var wg sync.WaitGroup
+		for i := range 9 {
+			g := gws[i%3]
+			wg.Go(func() {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, g.URL+"/api/v1/applications", nil)
+				req.Header.Set("Cookie", oldCookie)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					answers <- answer{status: -1}
+					return
+				}
+				resp.Body.Close()
+				a := answer{status: resp.StatusCode}
+				for _, ck := range resp.Cookies() {
+					if strings.HasPrefix(ck.Name, "_sparkgate_session") && ck.Value != "" {
+						a.renewed = ck.Name + "=" + ck.Value
+					}
+				}
+				answers <- a
+			})
+		}
+		wg.Wait()
+		close(answers)
+		renewed := ""
+		for a := range answers {
+			if a.status != http.StatusOK {
+				t.Errorf("a request during the renewal on three replicas = %d; want 200", a.status)
+			}
+			if a.renewed != "" {
+				renewed = a.renewed
+			}
+		}
+		if renewed == "" {
+			t.Fatal("no answer carried the renewed session cookie")
+		}
+		// The spent cookie (its renewal is shared) and the renewed one
+		// both work on every replica: the grant was not ended by a
+		// refresh token presented twice.
+		for i, g := range gws {
+			for name, ck := range map[string]string{"old": oldCookie, "renewed": renewed} {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, g.URL+"/api/v1/applications", nil)
+				req.Header.Set("Cookie", ck)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					t.Errorf("bob's %s cookie on replica %d after the renewal = %d; want 200", name, i, resp.StatusCode)
+				}
+			}
+		}
+		n := 0
+		for _, g := range gws {
+			b, _ := os.ReadFile(g.Proc.Log)
+			for line := range strings.SplitSeq(string(b), "\n") {
+				if strings.Contains(line, "session refreshed") && strings.Contains(line, `"user": "bob"`) {
+					n++
+				}
+			}
+		}
+		t.Logf("bob's session renewed %d time(s) across the three replicas", n)
+		if n != 1 {
+			t.Errorf("bob's session was renewed %d times across the replicas; want 1", n)
 		}
 	})
 
