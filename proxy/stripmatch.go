@@ -12,15 +12,16 @@ import (
 // on the tokenizer's byte slices and allocates nothing.
 
 // mayBeKill is a cheap, sound pre-check on a tag's raw bytes: a kill
-// control's class or URL spells one of the words of stateChanging, unless
-// it hides letters behind a percent-escape or a numeric character reference
-// or "&percnt;" (no named reference stands for an ASCII letter, so "&amp;"
-// in query strings needs no closer look).
+// control's class or URL spells one of killStems (the words of killWords
+// no other word contains) in ASCII letters, unless it hides letters or
+// adds disguises (see isKillSegment) behind a percent-escape, a non-ASCII
+// byte, or a character reference other than the five that stand for
+// ASCII punctuation ("&amp;" is common in Spark's query strings).
 func mayBeKill(raw []byte) bool {
-	if bytes.IndexByte(raw, '%') >= 0 || bytes.Contains(raw, []byte("&#")) || bytes.Contains(raw, []byte("&percnt")) {
+	if bytes.IndexByte(raw, '%') >= 0 || hasNonASCII(raw) || hasDisguisingReference(raw) {
 		return true
 	}
-	for _, w := range mayBeKillWords {
+	for _, w := range killStems {
 		if indexFold(raw, w) >= 0 {
 			return true
 		}
@@ -28,9 +29,44 @@ func mayBeKill(raw []byte) bool {
 	return false
 }
 
-// mayBeKillWords cover stateChanging and killClasses ("killall" contains
-// "kill").
-var mayBeKillWords = []string{"kill", "hold", "resume", "decommission"}
+// hasNonASCII reports whether b has a byte outside ASCII.
+func hasNonASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return true
+		}
+	}
+	return false
+}
+
+// hasDisguisingReference reports whether b has a character reference
+// that may stand for a letter or an ignorable character: any but &amp;,
+// &lt;, &gt;, &quot; and &apos; (with or without the semicolon; a longer
+// name that starts with one of them decodes to it followed by text).
+func hasDisguisingReference(b []byte) bool {
+	for {
+		i := bytes.IndexByte(b, '&')
+		if i < 0 {
+			return false
+		}
+		b = b[i+1:]
+		if len(b) == 0 || !isASCIILetter(b[0]) && b[0] != '#' {
+			continue
+		}
+		safe := false
+		for _, n := range [...]string{"amp", "lt", "gt", "quot", "apos"} {
+			if len(b) >= len(n) && string(b[:len(n)]) == n {
+				safe = true
+				break
+			}
+		}
+		if !safe {
+			return true
+		}
+	}
+}
+
+func isASCIILetter(c byte) bool { return 'a' <= c|0x20 && c|0x20 <= 'z' }
 
 // indexFold returns the index of the first instance of the lower-case ASCII
 // word w in b, in any ASCII case, or -1. Non-ASCII letters that fold to
@@ -235,19 +271,9 @@ func spaceAfter(b []byte) bool {
 	return unicode.IsSpace(r)
 }
 
-// maxKillSegment bounds the length of a path segment that may spell one of
-// stateChanging: a percent-escape turns three bytes into one.
-var maxKillSegment = func() int {
-	n := 0
-	for _, w := range stateChanging {
-		n = max(n, 3*len(w))
-	}
-	return n
-}()
-
 // isKillURL reports whether a link's path (before '?' or '#') has a segment
-// Guard refuses. Browsers read '\' as '/' in http URLs, and the segment is
-// percent-decoded once, as the gateway would decode it.
+// Guard refuses (isKillSegment). Browsers read '\' as '/' in http URLs,
+// and the segment is percent-decoded once, as the gateway would decode it.
 func isKillURL(u []byte) bool {
 	if i := bytes.IndexAny(u, "?#"); i >= 0 {
 		u = u[:i]
@@ -261,17 +287,11 @@ func isKillURL(u []byte) bool {
 		} else {
 			u = nil
 		}
-		seg = bytes.TrimSpace(seg)
-		if len(seg) > maxKillSegment {
-			continue
-		}
 		if bytes.IndexByte(seg, '%') >= 0 {
 			seg = appendPercentDecodedLoose(dec[:0], seg)
 		}
-		for _, w := range stateChanging {
-			if asciiEqualFold(seg, w) {
-				return true
-			}
+		if isKillSegmentBytes(seg) {
+			return true
 		}
 	}
 	return false
@@ -279,7 +299,7 @@ func isKillURL(u []byte) bool {
 
 // asciiEqualFold is strings.EqualFold restricted to ASCII letters, as
 // mayBeKill is.
-func asciiEqualFold(s []byte, t string) bool {
+func asciiEqualFold[S string | []byte](s S, t string) bool {
 	if len(s) != len(t) {
 		return false
 	}
