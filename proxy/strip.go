@@ -48,7 +48,7 @@ var errStripperClosed = errors.New("html stripper: read after close")
 // other than io.EOF is returned as is once the output before it is read,
 // and then again on every Read.
 func NewStrippingReader(src io.ReadCloser) io.ReadCloser {
-	return newStrippingReader(src)
+	return newFastStripper(src, false, "")
 }
 
 // NewConfirmLinkReader returns a reader like NewStrippingReader's, for a
@@ -69,18 +69,26 @@ func NewStrippingReader(src io.ReadCloser) io.ReadCloser {
 // where the removed element was, once it has ended (at EOF an unfinished
 // element gets none).
 func NewConfirmLinkReader(src io.ReadCloser, prefix string) io.ReadCloser {
-	r := newStrippingReader(src)
-	r.st.rewrite = true
-	r.st.linkPrefix = html.EscapeString(prefix)
+	return newFastStripper(src, true, html.EscapeString(prefix))
+}
+
+// newReferenceStripper returns the tokenizer-based stripper alone: what
+// NewStrippingReader (rewrite false) or NewConfirmLinkReader (rewrite
+// true, linkPrefix HTML-escaped) return, without the fast path. It is the
+// oracle the fast path is tested against, and the slow path it hands kill
+// controls to.
+func newReferenceStripper(src io.ReadCloser, rewrite bool, linkPrefix string) *strippingReader {
+	r := &strippingReader{src: src}
+	r.in.src = src
+	r.z = newTokenizer(&r.in)
+	r.st.rewrite, r.st.linkPrefix = rewrite, linkPrefix
 	return r
 }
 
-func newStrippingReader(src io.ReadCloser) *strippingReader {
-	r := &strippingReader{src: src}
-	r.in.src = src
-	r.z = html.NewTokenizer(&r.in)
-	r.z.SetMaxBuf(maxTokenBuf)
-	return r
+func newTokenizer(r io.Reader) *html.Tokenizer {
+	z := html.NewTokenizer(r)
+	z.SetMaxBuf(maxTokenBuf)
+	return z
 }
 
 // strippingReader drives the tokenizer over src, one token per step, and
@@ -94,6 +102,14 @@ type strippingReader struct {
 	// token (valid until the next z.Next) or st.scratch.
 	out []byte
 	err error // sticky: io.EOF, the failure, or errStripperClosed
+
+	// handBack says the fast path handed the stream over: Read stops and
+	// sets yielded at the first token boundary after a token in data with
+	// no element being removed, so that the fast path takes it back
+	// (z.Buffered, then in.pre).
+	handBack bool
+	yielded  bool
+	consumed int // bytes of the tokens read
 }
 
 // prefixReader is the tokenizer's input: bytes to re-read after a
@@ -124,6 +140,10 @@ func (r *strippingReader) Read(p []byte) (int, error) {
 		if r.err != nil {
 			break
 		}
+		if r.handBack && r.consumed > 0 && r.st.skip == "" && r.st.rawCtx == "" && !r.st.dropFake {
+			r.yielded = true
+			break
+		}
 		// Hand out what is ready rather than wait on src for the next
 		// token: the tokenizer reads src when it has no bytes left.
 		if n > 0 && len(r.z.Buffered()) == 0 && len(r.in.pre) == 0 {
@@ -152,6 +172,7 @@ func (r *strippingReader) next() []byte {
 	z, st := r.z, &r.st
 	tt := z.Next()
 	if tt != html.ErrorToken {
+		r.consumed += len(z.Raw())
 		return st.token(z, tt)
 	}
 	err := z.Err()
@@ -187,8 +208,7 @@ func (r *strippingReader) next() []byte {
 			st.dropFake = true
 		}
 		r.in.pre = append(append(pre, z.Buffered()...), r.in.pre...)
-		r.z = html.NewTokenizer(&r.in)
-		r.z.SetMaxBuf(maxTokenBuf)
+		r.z = newTokenizer(&r.in)
 		return out
 	default:
 		// src's own error, unwrapped: the reverse proxy compares it with
