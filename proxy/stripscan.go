@@ -417,7 +417,7 @@ func (f *fastStripper) scan() (res scanResult) {
 			f.pos, f.ready = len(b), len(b)
 		}
 	}
-	f.wait = true
+	f.wait, f.inTag = true, false
 	return scanWait
 }
 
