@@ -191,3 +191,31 @@ func FuzzStripperDifferential(f *testing.F) {
 		diffStrippers(t, in, len(in)/2, 4096, errDiffSource)
 	})
 }
+
+// TestStripperCopyPathAllocs: a page without kill controls costs the
+// fast path one allocation (the reader itself), whatever its size; its
+// buffer comes from a pool.
+func TestStripperCopyPathAllocs(t *testing.T) {
+	page, err := os.ReadFile("testdata/spark-4.3.0-executors.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(page, []byte("kill")) {
+		t.Fatal("the page has kill controls")
+	}
+	var src bytes.Reader
+	buf := make([]byte, 32<<10)
+	sink := new(sinkWriter)
+	allocs := testing.AllocsPerRun(100, func() {
+		src.Reset(page)
+		r := NewStrippingReader(nopCloser{&src})
+		if _, err := io.CopyBuffer(sink, r, buf); err != nil {
+			t.Fatal(err)
+		}
+		_ = r.Close()
+	})
+	// nopCloser{&src} in an interface is one more.
+	if allocs > 2 {
+		t.Errorf("stripping a %d byte page without kill controls allocates %v times; want at most 2", len(page), allocs)
+	}
+}

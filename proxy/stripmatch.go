@@ -18,53 +18,90 @@ import (
 // byte, or a character reference other than the five that stand for
 // ASCII punctuation ("&amp;" is common in Spark's query strings).
 func mayBeKill(raw []byte) bool {
-	if bytes.IndexByte(raw, '%') >= 0 || hasNonASCII(raw) || hasDisguisingReference(raw) {
-		return true
-	}
-	for _, w := range killStems {
-		if indexFold(raw, w) >= 0 {
+	// One pass: the scanner calls this on every <a> and <input> of a page.
+	for i := 0; i < len(raw); i++ {
+		switch k := mayBeKillClass[raw[i]]; k {
+		case 0:
+		case mkYes:
 			return true
-		}
-	}
-	return false
-}
-
-// hasNonASCII reports whether b has a byte outside ASCII.
-func hasNonASCII(b []byte) bool {
-	for _, c := range b {
-		if c >= utf8.RuneSelf {
-			return true
-		}
-	}
-	return false
-}
-
-// hasDisguisingReference reports whether b has a character reference
-// that may stand for a letter or an ignorable character: any but &amp;,
-// &lt;, &gt;, &quot; and &apos; (with or without the semicolon; a longer
-// name that starts with one of them decodes to it followed by text).
-func hasDisguisingReference(b []byte) bool {
-	for {
-		i := bytes.IndexByte(b, '&')
-		if i < 0 {
-			return false
-		}
-		b = b[i+1:]
-		if len(b) == 0 || !isASCIILetter(b[0]) && b[0] != '#' {
-			continue
-		}
-		safe := false
-		for _, n := range [...]string{"amp", "lt", "gt", "quot", "apos"} {
-			if len(b) >= len(n) && string(b[:len(n)]) == n {
-				safe = true
-				break
+		case mkAmp:
+			if isDisguisingReference(raw[i+1:]) {
+				return true
+			}
+		default:
+			for _, w := range killStemsByFirst[k-mkStem] {
+				if len(raw)-i >= len(w) && asciiEqualFold(raw[i:i+len(w)], w) {
+					return true
+				}
 			}
 		}
-		if !safe {
-			return true
-		}
 	}
+	return false
 }
+
+// Classes of mayBeKill's bytes: mkYes ('%' and non-ASCII bytes) makes a
+// tag a candidate outright, mkAmp starts a character reference, and
+// mkStem+i starts the words of killStemsByFirst[i].
+const (
+	mkYes = 1 + iota
+	mkAmp
+	mkStem
+)
+
+var killStemsByFirst, mayBeKillClass = func() ([][]string, [256]uint8) {
+	var byFirst [][]string
+	var class [256]uint8
+	class['%'], class['&'] = mkYes, mkAmp
+	for c := 0x80; c < 0x100; c++ {
+		class[c] = mkYes
+	}
+	for _, w := range killStems {
+		c := w[0]
+		if class[c] == 0 {
+			class[c] = mkStem + uint8(len(byFirst))
+			class[c-('a'-'A')] = class[c]
+			byFirst = append(byFirst, nil)
+		}
+		i := class[c] - mkStem
+		byFirst[i] = append(byFirst[i], w)
+	}
+	return byFirst, class
+}()
+
+// isDisguisingReference reports whether b, what follows a '&', is a
+// character reference that may stand for a letter or an ignorable
+// character when an attribute value is decoded: a numeric one, or a named
+// one other than amp, lt, gt, quot and apos. In an attribute a name
+// without ';' is decoded only when it is one of the legacy names (at most
+// six letters long) and not followed by '=', so Spark's "&activeJob.sort="
+// query strings are not references.
+func isDisguisingReference(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	if b[0] == '#' {
+		return true
+	}
+	n := 0
+	for n < len(b) && (isASCIILetter(b[n]) || '0' <= b[n] && b[n] <= '9') {
+		n++
+	}
+	if n == 0 {
+		return false
+	}
+	switch string(b[:n]) {
+	case "amp", "lt", "gt", "quot", "apos":
+		return false
+	}
+	if n < len(b) && b[n] == ';' {
+		return true
+	}
+	return n <= longestLegacyReference && (n == len(b) || b[n] != '=')
+}
+
+// longestLegacyReference is the longest name of a character reference
+// that HTML decodes without its ';' ("middot", "brvbar").
+const longestLegacyReference = 6
 
 func isASCIILetter(c byte) bool { return 'a' <= c|0x20 && c|0x20 <= 'z' }
 

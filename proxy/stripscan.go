@@ -331,19 +331,15 @@ func (f *fastStripper) scan() (res scanResult) {
 				if !ok {
 					return f.tagWait(lt)
 				}
-				var name []byte
-				var lname [16]byte
-				if nameEnd-(lt+1) <= len(lname) {
-					name = lowerName(lname[:0], b[lt+1:nameEnd])
-				}
+				candidate, rc := classifyTag(b[lt+1 : nameEnd])
 				res := scanWait
-				if f.st.skip != "" || isControlCandidate(name) && mayBeKill(b[lt:end]) {
+				if f.st.skip != "" || candidate && mayBeKill(b[lt:end]) {
 					if res = f.judge(b, lt, end); res == scanHandOff || f.pos == lt {
 						return res
 					}
 				}
 				f.pos, f.ready = end, end
-				if rc := rawTextElement(name); rc != "" {
+				if rc != "" {
 					f.rawTag = rc
 					switch rc {
 					case "script":
@@ -478,29 +474,94 @@ func (f *fastStripper) tagWait(lt int) scanResult {
 	return scanWait
 }
 
+// classifyTag tells, from a start tag's name (any case), whether it may
+// be a kill control (isControlCandidate) and which raw-text element it
+// opens (rawTextElement), without copying it.
+func classifyTag(name []byte) (candidate bool, rawText string) {
+	switch len(name) {
+	case 1:
+		return name[0]|0x20 == 'a', ""
+	case 3:
+		if asciiEqualFold(name, "xmp") {
+			return false, "xmp"
+		}
+	case 4:
+		return asciiEqualFold(name, "form") || asciiEqualFold(name, "area") || asciiEqualFold(name, "meta"), ""
+	case 5:
+		switch {
+		case asciiEqualFold(name, "input"):
+			return true, ""
+		case asciiEqualFold(name, "style"):
+			return false, "style"
+		case asciiEqualFold(name, "title"):
+			return false, "title"
+		}
+	case 6:
+		switch {
+		case asciiEqualFold(name, "button"):
+			return true, ""
+		case asciiEqualFold(name, "script"):
+			return false, "script"
+		case asciiEqualFold(name, "iframe"):
+			return false, "iframe"
+		}
+	case 7:
+		if asciiEqualFold(name, "noembed") {
+			return false, "noembed"
+		}
+	case 8:
+		switch {
+		case asciiEqualFold(name, "noframes"):
+			return false, "noframes"
+		case asciiEqualFold(name, "noscript"):
+			return false, "noscript"
+		case asciiEqualFold(name, "textarea"):
+			return false, "textarea"
+		}
+	case 9:
+		if asciiEqualFold(name, "plaintext") {
+			return false, "plaintext"
+		}
+	}
+	return false, ""
+}
+
+// Byte classes of a tag, as readTag reads them.
+const (
+	tcSpace = 1 << iota // ' ', '\n', '\r', '\t', '\f'
+	tcSlash
+	tcGT
+	tcEq
+)
+
+var tagClass = func() (t [256]uint8) {
+	for _, c := range " \n\r\t\f" {
+		t[c] = tcSpace
+	}
+	t['/'], t['>'], t['='] = tcSlash, tcGT, tcEq
+	return t
+}()
+
 // scanTag reads a start or end tag as the tokenizer's readTag does, from
 // its name's first byte at p: it returns the index after its '>' and the
 // end of its name, or ok false if b ends first.
 func scanTag(b []byte, p int) (end, nameEnd int, ok bool) {
 	// Tag name: up to white space, '/' or '>'.
 	p++
-	for ; ; p++ {
-		if p >= len(b) {
-			return 0, 0, false
-		}
-		c := b[p]
-		if isTagSpace(c) {
-			nameEnd = p
-			p++
-			break
-		}
-		if c == '/' || c == '>' {
-			nameEnd = p
-			break
-		}
+	for p < len(b) && tagClass[b[p]]&(tcSpace|tcSlash|tcGT) == 0 {
+		p++
+	}
+	if p >= len(b) {
+		return 0, 0, false
+	}
+	nameEnd = p
+	if tagClass[b[p]] == tcSpace {
+		p++
 	}
 	for {
-		p = skipTagSpace(b, p)
+		for p < len(b) && tagClass[b[p]] == tcSpace {
+			p++
+		}
 		if p >= len(b) {
 			return 0, 0, false
 		}
@@ -508,23 +569,16 @@ func scanTag(b []byte, p int) (end, nameEnd int, ok bool) {
 			return p + 1, nameEnd, true
 		}
 		// Attribute key: a leading '=' is part of it.
-		ks := p
-		for {
-			if p >= len(b) {
-				return 0, 0, false
-			}
-			c := b[p]
-			if c == '=' && p == ks {
-				p++
-				continue
-			}
-			if c == '=' || c == '/' || c == '>' || isTagSpace(c) {
-				break
-			}
+		if b[p] == '=' {
+			p++
+		}
+		for p < len(b) && tagClass[b[p]] == 0 {
 			p++
 		}
 		// Attribute value.
-		p = skipTagSpace(b, p)
+		for p < len(b) && tagClass[b[p]] == tcSpace {
+			p++
+		}
 		if p >= len(b) {
 			return 0, 0, false
 		}
@@ -537,7 +591,9 @@ func scanTag(b []byte, p int) (end, nameEnd int, ok bool) {
 		default:
 			continue
 		}
-		p = skipTagSpace(b, p)
+		for p < len(b) && tagClass[b[p]] == tcSpace {
+			p++
+		}
 		if p >= len(b) {
 			return 0, 0, false
 		}
@@ -550,32 +606,18 @@ func scanTag(b []byte, p int) (end, nameEnd int, ok bool) {
 			}
 			p += i + 2
 		default:
-			for p++; ; p++ {
-				if p >= len(b) {
-					return 0, 0, false
-				}
-				c := b[p]
-				if isTagSpace(c) {
-					p++
-					break
-				}
-				if c == '>' {
-					break
-				}
+			p++
+			for p < len(b) && tagClass[b[p]]&(tcSpace|tcGT) == 0 {
+				p++
+			}
+			if p >= len(b) {
+				return 0, 0, false
+			}
+			if tagClass[b[p]] == tcSpace {
+				p++
 			}
 		}
 	}
-}
-
-func isTagSpace(c byte) bool {
-	return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\f'
-}
-
-func skipTagSpace(b []byte, p int) int {
-	for p < len(b) && isTagSpace(b[p]) {
-		p++
-	}
-	return p
 }
 
 // scanComment advances over comment data to its end, as readComment ends
