@@ -173,7 +173,7 @@ func (r *strippingReader) next() []byte {
 	tt := z.Next()
 	if tt != html.ErrorToken {
 		r.consumed += len(z.Raw())
-		return st.token(z, tt)
+		return st.token(z, tt, z.Raw())
 	}
 	err := z.Err()
 	switch {
@@ -357,8 +357,11 @@ func oversizedControl(raw []byte) string {
 
 // token handles one token (tt is not ErrorToken) and returns the bytes to
 // pass on for it.
-func (st *stripState) token(z *html.Tokenizer, tt html.TokenType) []byte {
-	raw := z.Raw()
+//
+// raw is the token's raw bytes. z is the tokenizer that has just read the
+// token; the fast path passes nil for a token whose attributes are not
+// read (needsAttrs).
+func (st *stripState) token(z *html.Tokenizer, tt html.TokenType, raw []byte) []byte {
 	var name []byte
 	var lname [16]byte
 	switch tt {
@@ -416,6 +419,23 @@ func (st *stripState) judge(z *html.Tokenizer, tt html.TokenType, name, raw []by
 		return st.scratch
 	}
 	return raw
+}
+
+// needsAttrs reports whether token reads the attributes of the start tag
+// raw (lower-case name) through its tokenizer: when it is judged as a
+// possible kill control (outside a removed element, or at the start tag
+// that ends one) or is an <input> whose id a removed form owes.
+func (st *stripState) needsAttrs(name, raw []byte) bool {
+	if st.skip != "" && st.owed != killNone && st.skip == "form" && string(name) == "input" {
+		return true
+	}
+	if st.skip != "" && !((st.skip == "a" || st.skip == "button") && string(name) == st.skip) {
+		// Inside the removed element, and this tag does not end it: it
+		// is not judged (an end tag of an ancestor that ends it is not
+		// a start tag).
+		return false
+	}
+	return isControlCandidate(name) && mayBeKill(raw)
 }
 
 // skipToken consumes a token inside a removed element. It returns true when

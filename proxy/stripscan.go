@@ -97,14 +97,13 @@ type fastStripper struct {
 	err error // sticky result once everything is returned
 
 	// st is what the stripper remembers between tokens, shared with the
-	// tokenizer-based stripper's code; z (made on first use) reads the
-	// tags fed to it through feeder, one at a time; extra is output that
-	// is not in buf (a judged tag, a confirmation link), returned before
-	// buf[out:ready].
-	st     stripState
-	z      *html.Tokenizer
-	feeder tagFeeder
-	extra  []byte
+	// tokenizer-based stripper's code; j (taken on first use) reads the
+	// tags fed to it, one at a time; extra is output that is not in buf (a
+	// judged tag, a confirmation link), returned before buf[out:ready].
+	st    stripState
+	j     *judgeTok // from judgePool, once needed
+	extra []byte
+	lname [16]byte // a lower-cased tag name
 
 	// slow is the tokenizer-based stripper the stream was handed to; it
 	// hands it back (slow.yielded) once it is at a token boundary in data
@@ -290,7 +289,13 @@ func (f *fastStripper) Close() error {
 		f.err = errStripperClosed
 	}
 	f.out, f.ready, f.pos, f.end = 0, 0, 0, 0
-	f.slow, f.z, f.extra = nil, nil, nil
+	f.slow, f.extra = nil, nil
+	if f.j != nil {
+		if f.j.z.Err() == nil && len(f.j.feeder.b) == 0 {
+			judgePool.Put(f.j)
+		}
+		f.j = nil
+	}
 	if f.bp != nil {
 		if len(f.buf) == scanBufSize {
 			*f.bp = f.buf
@@ -333,8 +338,8 @@ func (f *fastStripper) scan() (res scanResult) {
 				}
 				candidate, rc := classifyTag(b[lt+1 : nameEnd])
 				res := scanWait
-				if f.st.skip != "" || candidate && mayBeKill(b[lt:end]) {
-					if res = f.judge(b, lt, end); res == scanHandOff || f.pos == lt {
+				if f.st.skip != "" || candidate && attrsMayBeKill(b[lt:end]) {
+					if res = f.judge(b, lt, end, false); res == scanHandOff || f.pos == lt {
 						return res
 					}
 				}
@@ -366,7 +371,7 @@ func (f *fastStripper) scan() (res scanResult) {
 						return f.tagWait(lt)
 					}
 					if f.st.skip != "" {
-						if res := f.judge(b, lt, end); res != scanWait {
+						if res := f.judge(b, lt, end, true); res != scanWait {
 							return res
 						}
 						continue
@@ -417,13 +422,14 @@ func (f *fastStripper) scan() (res scanResult) {
 	return scanWait
 }
 
-// judge runs the tag b[lt:end] through stripState.token with the judge
-// tokenizer. It needs all output before the tag returned first: until
-// then it leaves f.pos at lt and asks for a drain. Afterwards the tag's
-// bytes are consumed (f.out, f.ready and f.pos at end) and what is kept
-// of it, with any confirmation link, is in f.extra (scanDrain), or
-// nothing is (scanWait, scanning goes on).
-func (f *fastStripper) judge(b []byte, lt, end int) scanResult {
+// judge runs the tag b[lt:end] through stripState.token, with the judge
+// tokenizer when token reads its attributes or only the tokenizer can
+// tell whether it is self-closing. It needs all output before the tag
+// returned first: until then it leaves f.pos at lt and asks for a drain.
+// Afterwards the tag's bytes are consumed (f.out, f.ready and f.pos at
+// end) and what is kept of it, with any confirmation link, is in f.extra
+// (scanDrain), or nothing is (scanWait, scanning goes on).
+func (f *fastStripper) judge(b []byte, lt, end int, endTag bool) scanResult {
 	if f.st.skip != "" {
 		f.out = lt // dropped
 	}
@@ -431,20 +437,26 @@ func (f *fastStripper) judge(b []byte, lt, end int) scanResult {
 		f.pos, f.ready = lt, lt
 		return scanDrain
 	}
-	if f.z == nil {
-		f.z = newTokenizer(&f.feeder)
+	raw := b[lt:end]
+	var kept []byte
+	switch {
+	case endTag:
+		kept = f.st.token(nil, html.EndTagToken, raw)
+	case raw[len(raw)-2] != '/' && f.st.skip != "" && !f.st.needsAttrs(lowerName(f.lname[:0], raw[1:]), raw):
+		kept = f.st.token(nil, html.StartTagToken, raw)
+	default:
+		z := f.judgeTokenizer()
+		f.j.feeder.b = raw
+		tt := z.Next()
+		if tt == html.ErrorToken || len(z.Raw()) != len(raw) || len(f.j.feeder.b) != 0 {
+			// The tokenizer read the tag otherwise: let it have the stream.
+			f.dropJudge()
+			f.pos, f.ready = lt, lt
+			return scanHandOff
+		}
+		kept = f.st.token(z, tt, raw)
+		z.NextIsNotRawText()
 	}
-	z := f.z
-	f.feeder.b = b[lt:end]
-	tt := z.Next()
-	if tt == html.ErrorToken || len(z.Raw()) != end-lt || len(f.feeder.b) != 0 {
-		// The tokenizer read the tag otherwise: let it have the stream.
-		f.z = nil
-		f.pos, f.ready = lt, lt
-		return scanHandOff
-	}
-	kept := f.st.token(z, tt)
-	z.NextIsNotRawText()
 	f.out, f.ready, f.pos = end, end, end
 	if len(kept) > 0 {
 		f.extra = kept
@@ -452,6 +464,30 @@ func (f *fastStripper) judge(b []byte, lt, end int) scanResult {
 	}
 	return scanWait
 }
+
+// judgeTokenizer returns the stream's judge tokenizer, from a pool: it
+// holds no state of a stream between tags.
+func (f *fastStripper) judgeTokenizer() *html.Tokenizer {
+	if f.j == nil {
+		f.j = judgePool.Get().(*judgeTok)
+	}
+	return f.j.z
+}
+
+// dropJudge forgets a judge tokenizer that may be in any state.
+func (f *fastStripper) dropJudge() { f.j = nil }
+
+// judgeTok is a tokenizer that reads the tags fed to it.
+type judgeTok struct {
+	z      *html.Tokenizer
+	feeder *tagFeeder
+}
+
+var judgePool = sync.Pool{New: func() any {
+	j := &judgeTok{feeder: new(tagFeeder)}
+	j.z = newTokenizer(j.feeder)
+	return j
+}}
 
 // waitAt stops scanning at pos until more input is in; what is before pos
 // is decided.
@@ -524,6 +560,94 @@ func classifyTag(name []byte) (candidate bool, rawText string) {
 		}
 	}
 	return false, ""
+}
+
+// attrsMayBeKill is mayBeKill on the values of the attributes judgeControl
+// reads (class, href, xlink:href, content, action, formaction) of the
+// complete tag raw, read as scanTag reads it: Spark's long onclick and
+// style values are not searched.
+func attrsMayBeKill(raw []byte) bool {
+	p := 1
+	for p < len(raw) && tagClass[raw[p]]&(tcSpace|tcSlash|tcGT) == 0 {
+		p++
+	}
+	for p < len(raw) {
+		for p < len(raw) && tagClass[raw[p]] == tcSpace {
+			p++
+		}
+		if p >= len(raw) || raw[p] == '>' {
+			return false
+		}
+		ks := p
+		if raw[p] == '=' {
+			p++
+		}
+		for p < len(raw) && tagClass[raw[p]] == 0 {
+			p++
+		}
+		key := raw[ks:p]
+		for p < len(raw) && tagClass[raw[p]] == tcSpace {
+			p++
+		}
+		if p >= len(raw) {
+			return false
+		}
+		switch raw[p] {
+		case '/':
+			p++
+			continue
+		case '=':
+			p++
+		default:
+			continue
+		}
+		for p < len(raw) && tagClass[raw[p]] == tcSpace {
+			p++
+		}
+		if p >= len(raw) {
+			return false
+		}
+		var val []byte
+		switch q := raw[p]; q {
+		case '>':
+		case '"', '\'':
+			i := bytes.IndexByte(raw[p+1:], q)
+			if i < 0 {
+				return true // not a tag scanTag accepted; judge it
+			}
+			val = raw[p+1 : p+1+i]
+			p += i + 2
+		default:
+			vs := p
+			p++
+			for p < len(raw) && tagClass[raw[p]]&(tcSpace|tcGT) == 0 {
+				p++
+			}
+			val = raw[vs:p]
+		}
+		if isJudgedAttr(key) && mayBeKill(val) {
+			return true
+		}
+	}
+	return false
+}
+
+// isJudgedAttr reports whether judgeControl reads the attribute key (any
+// ASCII case, as the tokenizer lower-cases keys).
+func isJudgedAttr(key []byte) bool {
+	switch len(key) {
+	case 4:
+		return asciiEqualFold(key, "href")
+	case 5:
+		return asciiEqualFold(key, "class")
+	case 6:
+		return asciiEqualFold(key, "action")
+	case 7:
+		return asciiEqualFold(key, "content")
+	case 10:
+		return asciiEqualFold(key, "xlink:href") || asciiEqualFold(key, "formaction")
+	}
+	return false
 }
 
 // Byte classes of a tag, as readTag reads them.
