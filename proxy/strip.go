@@ -7,19 +7,22 @@ import (
 	"golang.org/x/net/html"
 )
 
-// maxTokenBuf bounds what the tokenizer may hold for one token. Spark pages
-// have large inline scripts (timeline data) but no single token near this;
-// a longer token is passed through in pieces (see next).
+// maxTokenBuf bounds what the tokenizer may hold for one token, and the
+// longest tag the fast path reads itself. Spark pages have large inline
+// scripts (timeline data) but no single token near this; a longer token is
+// passed through in pieces (see next).
 const maxTokenBuf = 1 << 20
 
 var errStripperClosed = errors.New("html stripper: read after close")
 
 // NewStrippingReader returns a reader of the HTML read from src with the
 // kill/hold/resume controls removed; Close closes src. It reads src only
-// when asked for output and holds one token at a time, so memory stays
-// bounded whatever the page size, and it starts no goroutine.
+// when asked for output and holds at most one tag beside a pooled 32 KiB
+// buffer, so memory stays bounded whatever the page size, and it starts no
+// goroutine. It is a streaming scanner (stripscan.go) whose output is, byte
+// for byte, that of the tokenizer-based stripper below (its reference).
 //
-// Everything kept is copied byte for byte (the tokenizer's Raw bytes), so
+// Everything kept is copied byte for byte, so
 // output equals input except for the removed elements:
 //   - an <a> whose class list has kill-link (also hold-link, resume-link), or
 //     whose href has a path segment kill, killall, hold, resume or
@@ -35,18 +38,19 @@ var errStripperClosed = errors.New("html stripper: read after close")
 // the next <a> start tag, as an HTML parser would end it. Text inside
 // script, style and other raw-text elements is never inspected.
 //
-// The tokenizer holds at most maxTokenBuf (1 MiB) of one token: a longer
-// text or script token is copied through in pieces; a longer start tag of
-// <a>, <form> or <button> cannot be judged and its element is removed; any
-// other longer tag is copied and its tail is read as text.
+// A tag longer than maxTokenBuf (1 MiB) goes to the tokenizer-based
+// stripper, which cannot judge a longer start tag of <a>, <form> or
+// <button> and removes its element, and copies any other longer tag with
+// its tail read as text. Text, scripts and comments of any length stream
+// through.
 //
 // Read fills p with kept bytes, but returns early rather than read src
-// when the tokenizer has used up its input at a token boundary. When src
-// pauses inside a token, the output of that Read waits for the token to
-// complete (Spark writes each page at once, so this costs nothing in
-// practice). A trailing partial token is copied unchanged at EOF. An error from src
-// other than io.EOF is returned as is once the output before it is read,
-// and then again on every Read.
+// when what it has read is used up. When src pauses inside a tag, the
+// output of that tag waits for its end (text is passed on as it comes). A
+// trailing partial token is copied unchanged at EOF. An error from src
+// other than io.EOF is returned as is once the output before it is read
+// (an unfinished tag before it is dropped, as the tokenizer drops it), and
+// then again on every Read.
 func NewStrippingReader(src io.ReadCloser) io.ReadCloser {
 	return newFastStripper(src, false, "")
 }
@@ -75,8 +79,8 @@ func NewConfirmLinkReader(src io.ReadCloser, prefix string) io.ReadCloser {
 // newReferenceStripper returns the tokenizer-based stripper alone: what
 // NewStrippingReader (rewrite false) or NewConfirmLinkReader (rewrite
 // true, linkPrefix HTML-escaped) return, without the fast path. It is the
-// oracle the fast path is tested against, and the slow path it hands kill
-// controls to.
+// oracle the fast path is tested against (FuzzStripperDifferential), and
+// where the fast path hands a tag longer than maxTokenBuf.
 func newReferenceStripper(src io.ReadCloser, rewrite bool, linkPrefix string) *strippingReader {
 	r := &strippingReader{src: src}
 	r.in.src = src
