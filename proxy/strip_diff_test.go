@@ -219,3 +219,27 @@ func TestStripperCopyPathAllocs(t *testing.T) {
 		t.Errorf("stripping a %d byte page without kill controls allocates %v times; want at most 2", len(page), allocs)
 	}
 }
+
+// TestStripperMatchesReferenceLargeTokens: tokens longer than the
+// tokenizer's maxTokenBuf, where the fast path hands an oversized tag to
+// the reference and takes the stream back after it, and streams long text
+// and scripts itself.
+func TestStripperMatchesReferenceLargeTokens(t *testing.T) {
+	if testing.Short() {
+		t.Skip("several MB through the reference")
+	}
+	t.Parallel()
+	big := strings.Repeat("x", maxTokenBuf+17)
+	for _, in := range []string{
+		"<p>" + big + "</p><a class=kill-link>k</a>.",
+		"<script>" + big + "<a class=kill-link>k</a></script><a class=kill-link>k</a>.",
+		"<a class=kill-link>" + big + "</a>.<a class=kill-link>k</a>",
+		`<p><a class=kill-link title="` + big + `">(kill)</a>.</p><a href="/jobs/job/kill/?id=1">k</a>`,
+		`<div title="` + big + `">x</div><a class=kill-link>k</a>.`,
+		`<form action="/app/a/jobs/job/kill/"><input name="id" value="2" title="` + big + `"></form>.`,
+	} {
+		for _, k := range []int{0, 5, maxTokenBuf - 3, maxTokenBuf + 20} {
+			diffStrippers(t, in, k, 32<<10, io.EOF)
+		}
+	}
+}

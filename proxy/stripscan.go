@@ -26,7 +26,8 @@ import (
 // no allocation (the buffer is pooled).
 //
 // Its output equals the tokenizer-based stripper's for every input whose
-// tokens are shorter than maxTokenBuf (FuzzStripperDifferential). A tag
+// tokens are shorter than maxTokenBuf (FuzzStripperDifferential), and for
+// the longer ones TestStripperMatchesReferenceLargeTokens tries. A tag
 // longer than that goes, with the rest of the stream, to the
 // tokenizer-based stripper (which removes an oversized control), and
 // comes back at the next token boundary in data with no element being
