@@ -11,16 +11,21 @@
 # report. Every load is bounded in time and runs on 127.0.0.1 only; every
 # process started here is stopped on exit.
 #
-# Environment: BENCH_DURATION (wrk run, default 10s), BENCH_THREADS (2),
-# BENCH_CONNECTIONS (32), BENCH_SPARK (Spark version under .cache/spark,
-# default 3.5.9), BENCH_GO (1 runs the Go benchmarks, default 1).
+# Environment: BENCH_DURATION (wrk run, default 5s), BENCH_THREADS (2),
+# BENCH_CONNECTIONS (50), BENCH_ROUNDS (rounds of the side-by-side table,
+# 3), BENCH_RUNNING_JOBS (running jobs on the driver's kill page, 20),
+# BENCH_SPARK (Spark version under .cache/spark, default 3.5.9), BENCH_GO
+# (1 runs the Go benchmarks, default 1), BENCH_SCALE (1 runs the scale
+# program, default 1).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 
-duration="${BENCH_DURATION:-10s}"
+duration="${BENCH_DURATION:-5s}"
 threads="${BENCH_THREADS:-2}"
-conns="${BENCH_CONNECTIONS:-32}"
+conns="${BENCH_CONNECTIONS:-50}"
+rounds="${BENCH_ROUNDS:-3}"
+running_jobs="${BENCH_RUNNING_JOBS:-20}"
 spark_version="${BENCH_SPARK:-3.5.9}"
 run_go="${BENCH_GO:-1}"
 o2p_version="v7.15.6"
@@ -41,6 +46,7 @@ note() { printf '%s\t%s\n' "$1" "$2" >>"$meta"; }
 # --- processes -------------------------------------------------------------
 pids=()
 stop_file="$out/driver.stop"
+run_file="$out/driver.run"
 last_pid=""
 start_bg() { # start_bg NAME CMD... : runs CMD with output in logs/NAME.log
   local name="$1"
@@ -140,9 +146,14 @@ fi
 [ -x bin/sparkgate ] || make build
 have_oidc=1
 scripts/setup-oidc.sh >&2 || { log "no OIDC provider: oauth2-proxy comparison skipped"; have_oidc=0; }
-if [ "$have_oidc" = 1 ] && ! go version -m bin/oauth2-proxy 2>/dev/null | grep -q "oauth2-proxy/v7[[:space:]]*$o2p_version"; then
-  log "installing oauth2-proxy $o2p_version into bin/"
-  GOBIN="$root/bin" go install "github.com/oauth2-proxy/oauth2-proxy/v7@$o2p_version"
+# oauth2-proxy is built once into .cache/bin (shared by worktrees), else bin/.
+o2p_dir="$root/bin"
+[ -d .cache ] && o2p_dir="$(cd .cache && pwd -P)/bin"
+o2p_bin="$o2p_dir/oauth2-proxy"
+if [ "$have_oidc" = 1 ] && ! go version -m "$o2p_bin" 2>/dev/null | grep -q "oauth2-proxy/v7[[:space:]]*$o2p_version"; then
+  log "installing oauth2-proxy $o2p_version into $o2p_dir"
+  mkdir -p "$o2p_dir"
+  GOBIN="$o2p_dir" go install "github.com/oauth2-proxy/oauth2-proxy/v7@$o2p_version"
 fi
 venv=".cache/spark/$spark_version/venv"
 pyspark_home="$venv/lib/python3.11/site-packages/pyspark"
@@ -156,7 +167,7 @@ if [ "$have_spark" = 1 ]; then
     "$venv/bin/spark-submit" --master 'local[2]' \
     --conf spark.ui.port=0 --conf spark.driver.host=127.0.0.1 --conf spark.driver.bindAddress=127.0.0.1 \
     --conf spark.ui.showConsoleProgress=false \
-    bench/spark/driver.py --stop-file "$stop_file" --max-seconds 600
+    bench/spark/driver.py --stop-file "$stop_file" --max-seconds 600 --run-file "$run_file" --running "$running_jobs"
   driver_pid="$last_pid"
 fi
 go build -o "$out/bin/" ./bench/cmd/...
@@ -167,7 +178,7 @@ note "machine" "$(nproc) cores ($(awk -F': ' '/model name/ {print $2; exit}' /pr
 note "versions" "sparkgate $(git describe --always --dirty 2>/dev/null || echo dev), $(go version | cut -d' ' -f3), oauth2-proxy $o2p_version, Spark $spark_version, $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2)"
 note "wrk" "$threads threads, $conns connections, $duration per run after a 1 s warm-up, 127.0.0.1"
 
-read -r sg_port sgo_port o2p_port oidc_port < <("$B/freeport" -n 4 | paste -sd' ')
+read -r sg_port sgo_port o2p_port oidc_port ngx_port < <("$B/freeport" -n 5 | paste -sd' ')
 
 # --- upstreams -------------------------------------------------------------
 driver_url="" driver_id=""
@@ -182,10 +193,23 @@ if [ "$have_spark" = 1 ] && wait_log "$out/logs/driver.log" 'BENCH ready' 120 "$
     curl -sf --max-time 10 -o "$c/environment.json" "$driver_url/api/v1/applications/$driver_id/environment" &&
     curl -sf --max-time 10 -o "$c/jobs.json" "$driver_url/api/v1/applications/$driver_id/jobs" ||
     { log "capture from the driver failed; the static upstream serves proxy/testdata"; rm -f "$c"/*; }
+  # The same driver with jobs running: its jobs page holds a kill control per job.
+  touch "$run_file"
+  if wait_log "$out/logs/driver.log" 'BENCH running' 60 "$driver_pid"; then
+    curl -sf --max-time 10 -o "$c/jobs-kill.html" "$driver_url/jobs/" || rm -f "$c/jobs-kill.html"
+  fi
 fi
-note "static page" "$([ -s "$out/capture/jobs.html" ] && echo "/jobs/ captured from the Spark $spark_version driver of this run" || echo "proxy/testdata/spark-3.5.9-jobs.html"), $(wc -c <"$([ -s "$out/capture/jobs.html" ] && echo "$out/capture/jobs.html" || echo proxy/testdata/spark-3.5.9-jobs.html)") bytes"
+# kills FILE : the kill controls in a Spark page (kill anchors and forms)
+kills() { grep -oE '(href|action)="[^"]*/kill/' "$1" | wc -l; }
+nokill_page="$out/capture/jobs.html" nokill_what="/jobs/ captured from the Spark $spark_version driver of this run, its jobs finished"
+[ -s "$nokill_page" ] || { nokill_page=proxy/testdata/spark-3.5.9-stage1.html nokill_what="proxy/testdata/spark-3.5.9-stage1.html"; }
+kill_page="$out/capture/jobs-kill.html" kill_what="/jobs/ captured from the same driver with $running_jobs jobs running"
+[ -s "$kill_page" ] || { kill_page=proxy/testdata/spark-3.5.9-jobs.html kill_what="proxy/testdata/spark-3.5.9-jobs.html (a real 3.5.9 driver, one job running)"; }
+note "static page (no kill control)" "$nokill_what, $(wc -c <"$nokill_page") bytes, $(kills "$nokill_page") kill controls; served at /jobs/"
+note "static page (kill controls)" "$kill_what, $(wc -c <"$kill_page") bytes, $(kills "$kill_page") kill controls; served at /running/jobs/"
+note "static REST JSON" "one job of /api/v1/applications/<id>/jobs/0, 200 bytes (bench/cmd/sparkstatic)"
 
-start_bg sparkstatic "$B/sparkstatic" -dir "$out/capture" -jobs-html proxy/testdata/spark-3.5.9-jobs.html -id "$static_id"
+start_bg sparkstatic "$B/sparkstatic" -dir "$out/capture" -jobs-html "$nokill_page" -kill-html "$kill_page" -id "$static_id"
 static_pid="$last_pid"
 wait_log "$out/logs/sparkstatic.log" 'url=' 10 "$static_pid"
 static_url="$(sed -n 's/.*url=//p' "$out/logs/sparkstatic.log")"
@@ -251,7 +275,50 @@ rss "$sg_pid" VmHWM rss.sparkgate.end.vmhwm
 rss "$sg_pid" VmRSS rss.sparkgate.end.vmrss
 stop_pid "$sg_pid"
 
-# --- d. sparkgate and oauth2-proxy behind the same OpenID provider -----------
+# --- d. side by side: the same upstream directly, through nginx, a bare Go
+# reverse proxy, oauth2-proxy and sparkgate (both signed in through the same
+# real OpenID provider), on three payloads, in interleaved rounds ------------
+start_bg bareproxy "$B/bareproxy" -upstream "$static_url"
+bare_pid="$last_pid"
+wait_log "$out/logs/bareproxy.log" 'url=' 10 "$bare_pid"
+bare_url="$(sed -n 's/.*url=//p' "$out/logs/bareproxy.log")"
+
+nginx_url=""
+ngx="$(command -v nginx || { [ -x /usr/sbin/nginx ] && echo /usr/sbin/nginx; } || true)"
+if [ -n "$ngx" ]; then
+  mkdir -p "$out/nginx"
+  cat >"$out/conf/nginx.conf" <<EOF
+daemon off;
+worker_processes auto;
+pid $root/$out/nginx/nginx.pid;
+error_log $root/$out/logs/nginx-error.log warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path $root/$out/nginx/body;
+  proxy_temp_path $root/$out/nginx/proxy;
+  fastcgi_temp_path $root/$out/nginx/fastcgi;
+  uwsgi_temp_path $root/$out/nginx/uwsgi;
+  scgi_temp_path $root/$out/nginx/scgi;
+  upstream spark { server ${static_url#http://}; keepalive 64; }
+  server {
+    listen 127.0.0.1:$ngx_port;
+    location / {
+      proxy_pass http://spark;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }
+  }
+}
+EOF
+  start_bg nginx "$ngx" -p "$root/$out/nginx" -c "$root/$out/conf/nginx.conf"
+  nginx_url="http://127.0.0.1:$ngx_port"
+  wait_http "$nginx_url/jobs/" 10 || nginx_url=""
+else
+  log "no nginx: its rows are not measured (scripts/setup.sh installs it)"
+fi
+
+o2p_url="" sgo_url="" o2p_cookie="" sgo_cookie=""
 if [ "$have_oidc" = 1 ]; then
   secret="$(head -c 24 /dev/urandom | base64 | tr -d '/+=')"
   cp e2e/oidc/server.mjs .cache/oidc/bench-server.mjs
@@ -261,7 +328,7 @@ if [ "$have_oidc" = 1 ]; then
   issuer="http://127.0.0.1:$oidc_port"
   wait_http "$issuer/.well-known/openid-configuration" 30
 
-  start_bg oauth2-proxy bin/oauth2-proxy \
+  start_bg oauth2-proxy "$o2p_bin" \
     --http-address="127.0.0.1:$o2p_port" \
     --provider=oidc --oidc-issuer-url="$issuer" \
     --client-id=sparkgate --client-secret="$secret" --code-challenge-method=S256 \
@@ -289,18 +356,62 @@ EOF
 
   o2p_cookie="$("$B/login" -start "http://127.0.0.1:$o2p_port/oauth2/start?rd=%2F" -cookie _oauth2_proxy)" || o2p_cookie=""
   sgo_cookie="$("$B/login" -start "http://127.0.0.1:$sgo_port/oauth2/login" -cookie _sparkgate)" || sgo_cookie=""
+  [ -n "$o2p_cookie" ] && o2p_url="http://127.0.0.1:$o2p_port"
   if [ -n "$sgo_cookie" ]; then
-    wait_http "http://127.0.0.1:$sgo_port/app/$static_id/jobs/" 30 -H "Cookie: $sgo_cookie" || true
+    sgo_url="http://127.0.0.1:$sgo_port"
+    wait_http "$sgo_url/app/$static_id/jobs/" 30 -H "Cookie: $sgo_cookie" || true
   fi
   note "OIDC cookies" "oauth2-proxy ${#o2p_cookie} bytes, sparkgate ${#sgo_cookie} bytes (Cookie header)"
-  # Alternate so that drift in the machine's load hits both.
-  [ -n "$o2p_cookie" ] && run_wrk o2p "http://127.0.0.1:$o2p_port/jobs/" 200 -H "Cookie: $o2p_cookie"
-  [ -n "$sgo_cookie" ] && run_wrk sg-oidc "http://127.0.0.1:$sgo_port/app/$static_id/jobs/" 200 -H "Cookie: $sgo_cookie"
-  [ -n "$o2p_cookie" ] && run_wrk o2p-api "http://127.0.0.1:$o2p_port/api/v1/applications/$static_id/jobs" 200 -H "Cookie: $o2p_cookie"
-  [ -n "$sgo_cookie" ] && run_wrk sg-oidc-api "http://127.0.0.1:$sgo_port/api/v1/applications/$static_id/jobs" 200 -H "Cookie: $sgo_cookie"
-  rss "$o2p_pid" VmHWM rss.oauth2-proxy.end.vmhwm
-  rss "$sgo_pid" VmHWM rss.sparkgate-oidc.end.vmhwm
 fi
+note "side by side" "wrk -t$threads -c$conns, $rounds rounds of $duration, the five ways interleaved within each round; each row is the round with the median req/s"
+
+# sbs_url THROUGH PAYLOAD : the URL of PAYLOAD through THROUGH (empty: not available)
+sbs_url() {
+  local base="" path=""
+  case "$1" in
+  direct) base="$static_url" ;;
+  nginx) base="$nginx_url" ;;
+  bare) base="$bare_url" ;;
+  o2p) base="$o2p_url" ;;
+  sg) base="$sgo_url" ;;
+  esac
+  [ -n "$base" ] || return 0
+  case "$2" in
+  html) path="/jobs/" ;;
+  kill) path="/running/jobs/" ;;
+  json) path="/api/v1/applications/$static_id/jobs/0" ;;
+  esac
+  if [ "$1" = sg ] && [ "$2" != json ]; then path="/app/$static_id$path"; fi
+  printf '%s%s' "$base" "$path"
+}
+sbs_hdr() { # sbs_hdr THROUGH : the Cookie header its session needs, one word per line
+  case "$1" in
+  o2p) printf '%s\n%s\n' -H "Cookie: $o2p_cookie" ;;
+  sg) printf '%s\n%s\n' -H "Cookie: $sgo_cookie" ;;
+  esac
+}
+for round in $(seq "$rounds"); do
+  for payload in html kill json; do
+    for through in direct nginx bare o2p sg; do
+      u="$(sbs_url "$through" "$payload")"
+      [ -n "$u" ] || continue
+      mapfile -t hh < <(sbs_hdr "$through")
+      run_wrk "sbs-$through-$payload.r$round" "$u" 200 ${hh[@]+"${hh[@]}"}
+    done
+  done
+done
+# The round with the median req/s stands for each row.
+for f in "$out"/wrk/sbs-*.r1.txt; do
+  [ -e "$f" ] || continue
+  name="$(basename "$f" .r1.txt)"
+  median="$(for r in "$out/wrk/$name".r*.txt; do
+    printf '%s %s\n' "$(awk '/Requests\/sec/ {print $2}' "$r")" "$r"
+  done | sort -n | awk '{a[NR]=$2} END {print a[int((NR+1)/2)]}')"
+  [ -n "$median" ] && cp "$median" "$out/wrk/$name.txt"
+done
+if [ -n "$sgo_url" ]; then rss "$sgo_pid" VmHWM rss.sparkgate-oidc.end.vmhwm; fi
+if [ -n "$o2p_url" ]; then rss "$o2p_pid" VmHWM rss.oauth2-proxy.end.vmhwm; fi
+rss "$bare_pid" VmHWM rss.bareproxy.end.vmhwm
 stop_all
 
 # --- Go benchmarks and the stripper's memory (no servers running) ------------

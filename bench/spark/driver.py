@@ -1,10 +1,13 @@
 """A small PySpark driver for scripts/bench.sh: runs a few jobs, prints its
-UI URL and app id, then idles until the stop file appears or --max-seconds
+UI URL and app id; when the run file appears, starts --running jobs whose
+tasks sleep (so that its jobs page lists them, each with a kill control)
+and prints "BENCH running"; then idles until the stop file appears or --max-seconds
 pass, so that its UI can be load-tested. Started with spark-submit and
 spark.ui.port=0 (any free port)."""
 import argparse
 import os
 import sys
+import threading
 import time
 
 from pyspark.sql import SparkSession
@@ -13,6 +16,8 @@ p = argparse.ArgumentParser()
 p.add_argument("--stop-file", required=True)
 p.add_argument("--max-seconds", type=int, default=600)
 p.add_argument("--jobs", type=int, default=6)
+p.add_argument("--run-file", default="")
+p.add_argument("--running", type=int, default=0)
 args = p.parse_args()
 
 spark = SparkSession.builder.appName("sparkgate-bench").getOrCreate()
@@ -23,8 +28,24 @@ for i in range(args.jobs):
     sc.parallelize(range(20000), 4).map(lambda x: (x % 17, x)).reduceByKey(lambda a, b: a + b).count()
 print("BENCH ready app_id=%s ui=%s" % (sc.applicationId, sc.uiWebUrl), flush=True)
 
+
+def sleeper(i):
+    sc.setJobDescription("bench running job %d" % i)
+    try:
+        sc.parallelize(range(2), 2).map(lambda x: time.sleep(3600)).count()
+    except Exception:  # cancelled by spark.stop()
+        pass
+
+
 deadline = time.time() + args.max_seconds
+started = False
 while time.time() < deadline and not os.path.exists(args.stop_file):
+    if not started and args.running and args.run_file and os.path.exists(args.run_file):
+        started = True
+        for i in range(args.running):
+            threading.Thread(target=sleeper, args=(i,), daemon=True).start()
+        time.sleep(3)
+        print("BENCH running jobs=%d" % args.running, flush=True)
     time.sleep(0.5)
 spark.stop()
 print("BENCH stopped", flush=True)

@@ -6,7 +6,10 @@
 //
 // The capture directory holds jobs.html, applications.json,
 // environment.json and jobs.json (see scripts/bench.sh). A missing JSON file
-// is synthesised from -id; a missing jobs.html is an error.
+// is synthesised from -id; a missing jobs.html is an error. -kill-html
+// names a second page (a running app's jobs page, with kill controls),
+// served at /running/jobs/; a small REST answer (one job, about 200 bytes)
+// is served at /api/v1/applications/<id>/jobs/0.
 package main
 
 import (
@@ -37,6 +40,7 @@ func run(args []string) error {
 	dir := fs.String("dir", "", "capture `directory` (jobs.html, applications.json, environment.json, jobs.json)")
 	jobsHTML := fs.String("jobs-html", "", "jobs page `file` when the capture has none")
 	id := fs.String("id", "", "app id to serve under; the captured id is replaced by it everywhere")
+	killHTML := fs.String("kill-html", "", "`file` served at /running/jobs/ (a jobs page with kill controls)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -47,6 +51,13 @@ func run(args []string) error {
 	site, err := load(*dir, *jobsHTML, *id)
 	if err != nil {
 		return err
+	}
+	if *killHTML != "" {
+		b, err := os.ReadFile(*killHTML) //nolint:gosec // killHTML is this tool's own -kill-html flag
+		if err != nil {
+			return fmt.Errorf("reading kill page: %w", err)
+		}
+		site.kill = b
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -65,8 +76,9 @@ func run(args []string) error {
 
 // site is the captured pages, ready to serve.
 type site struct {
-	id                    string
-	jobs, apps, env, ajob []byte
+	id                          string
+	jobs, apps, env, ajob, kill []byte
+	small                       []byte
 }
 
 // load reads the capture and renames its app id to id (when set).
@@ -117,6 +129,8 @@ func load(dir, jobsHTML, id string) (*site, error) {
 		}
 	}
 	s.id = id
+	// A succeeded job as Spark's REST API describes it, cut to ~200 bytes.
+	s.small = []byte(`{"jobId":0,"name":"count at driver.py:22","submissionTime":"2026-11-29T13:57:10.953GMT","stageIds":[0,1],"status":"SUCCEEDED","numTasks":8,"numCompletedTasks":8,"numCompletedStages":2}`)
 	if s.apps == nil {
 		now := time.Now().UnixMilli()
 		s.apps = fmt.Appendf(nil, `[{"id":%q,"name":"sparkstatic","attempts":[{"sparkUser":"bench","completed":false,"appSparkVersion":"3.5.9","startTimeEpoch":%d,"endTimeEpoch":-1,"lastUpdatedEpoch":%d}]}]`, id, now, now)
@@ -150,6 +164,15 @@ func (s *site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		body = s.env
 	case api + "/jobs":
 		body = s.ajob
+	case api + "/jobs/0":
+		body = s.small
+	case "/running/jobs/":
+		if s.kill == nil {
+			http.NotFound(w, r)
+			return
+		}
+		h.Set("Content-Type", "text/html;charset=utf-8")
+		body = s.kill
 	default:
 		http.NotFound(w, r)
 		return
