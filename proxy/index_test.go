@@ -105,3 +105,56 @@ func TestAPIListFilteredInSparkShape(t *testing.T) {
 		t.Errorf("list for nobody = %q; want []", body)
 	}
 }
+
+func TestIndexRendersOnePage(t *testing.T) {
+	h := newHarness(t, nil)
+	rows := func(body string) []string {
+		var ids []string
+		for _, part := range strings.Split(body, `<tr data-search="`)[1:] {
+			id, _, _ := strings.Cut(part[strings.Index(part, "<code>")+len("<code>"):], "</code>")
+			ids = append(ids, id)
+		}
+		return ids
+	}
+	_, body := h.do(t, "GET", "/?n=1000", "alice", nil)
+	all := rows(body)
+	if len(all) < 3 {
+		t.Fatalf("alice sees %v; want at least 3 apps to page through", all)
+	}
+	var paged []string
+	next := "/?n=2"
+	for pages := 0; next != ""; pages++ {
+		if pages > len(all) {
+			t.Fatalf("more pages than apps: %v", paged)
+		}
+		_, body := h.do(t, "GET", next, "alice", nil)
+		got := rows(body)
+		if len(got) == 0 || len(got) > 2 {
+			t.Fatalf("GET %s rendered %d rows; want 1 or 2", next, len(got))
+		}
+		paged = append(paged, got...)
+		next = ""
+		if _, after, ok := strings.Cut(body, `<a rel="next" href="`); ok {
+			next, _, _ = strings.Cut(after, `"`)
+			next = strings.ReplaceAll(next, "&amp;", "&")
+		}
+	}
+	if !cmp.Equal(paged, all) {
+		t.Errorf("pages of 2 = %v; want every app once, in order: %v", paged, all)
+	}
+	// The filter applies before paging: the second page of a filter that
+	// matches one app is empty, and the first holds it.
+	_, body = h.do(t, "GET", "/?q=night&n=1", "alice", nil)
+	if got := rows(body); !cmp.Equal(got, []string{appHistory}) || strings.Contains(body, `rel="next"`) {
+		t.Errorf("?q=night&n=1 = %v (next link: %v); want [%s] and no next page", got, strings.Contains(body, `rel="next"`), appHistory)
+	}
+	_, body = h.do(t, "GET", "/?q=night&n=1&page=2", "alice", nil)
+	if got := rows(body); len(got) != 0 || !strings.Contains(body, `rel="prev" href="/?n=1&amp;q=night"`) {
+		t.Errorf("?q=night&n=1&page=2 = %v; want no rows and a link back to the first page:\n%s", got, body)
+	}
+	// Words of a query each match, as the page's script filters.
+	_, body = h.do(t, "GET", "/?q=alice+nightly", "alice", nil)
+	if got := rows(body); !cmp.Equal(got, []string{appHistory}) {
+		t.Errorf("?q=alice nightly = %v; want [%s]", got, appHistory)
+	}
+}
