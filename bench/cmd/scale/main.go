@@ -1,0 +1,441 @@
+// Command scale measures one sparkgate against many apps, for make bench:
+// a fake History Server listing -apps finished apps and -drivers live fake
+// drivers (one process, a loopback listener each, answering
+// /api/v1/applications and /environment as a Spark 3.5.9 driver does), the
+// real sparkgate binary in front of them (static source listing the
+// drivers, the History Server as a history source with ACLs). It runs the
+// gateway three times, against nothing, a tenth of the apps and all of
+// them, and reports, as Markdown on stdout: the time until every app is
+// routable, the index's first page and a filtered page, the merged
+// /api/v1/applications, RSS, CPU per discovery round with nothing
+// changing, the cost per app (the differences to the empty gateway), the
+// drivers' time to routable from the gateway's log (verify_took), and
+// how long after the History Server lists a just-finished app its ACLs
+// are read while a user asks for it. It must not be used for anything but
+// loopback benchmarks.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "scale:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	bin, dir        string
+	apps, drivers   int
+	interval        time.Duration
+	rounds, samples int
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("scale", flag.ContinueOnError)
+	var o options
+	fs.StringVar(&o.bin, "sparkgate", "bin/sparkgate", "sparkgate `binary`")
+	fs.StringVar(&o.dir, "dir", "bench/out/scale", "`directory` for configs and the gateways' logs")
+	fs.IntVar(&o.apps, "apps", 10000, "finished apps the History Server lists")
+	fs.IntVar(&o.drivers, "drivers", 500, "live fake drivers")
+	fs.DurationVar(&o.interval, "interval", 2*time.Second, "discovery.interval of the gateway")
+	fs.IntVar(&o.rounds, "rounds", 5, "discovery rounds the CPU is measured over")
+	fs.IntVar(&o.samples, "samples", 15, "requests per timed URL")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if u, err := user.Current(); err == nil {
+		viewer = u.Username // local mode signs in the OS user
+	}
+	if err := os.MkdirAll(o.dir, 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", o.dir, err)
+	}
+	sizes := []struct{ apps, drivers int }{{0, 0}, {o.apps / 10, o.drivers / 10}, {o.apps, o.drivers}}
+	var res []result
+	for i, s := range sizes {
+		r, err := measure(o, s.apps, s.drivers, i == len(sizes)-1)
+		if err != nil {
+			return fmt.Errorf("%d apps, %d drivers: %w", s.apps, s.drivers, err)
+		}
+		res = append(res, r)
+	}
+	report(os.Stdout, o, res)
+	return nil
+}
+
+// result is what one gateway run measured.
+type result struct {
+	apps, drivers, visible int
+	routable               time.Duration
+	timed                  []timing
+	rssKB, hwmKB           int
+	cpuPerRound            time.Duration
+	listsPerRound          float64
+	verify                 []time.Duration // drivers' verify_took
+	// the just-finished app (largest run only)
+	finished                         bool
+	listWait, aclDelay, userRoutable time.Duration
+	userTries                        int
+}
+
+type timing struct {
+	label, path string
+	p50, p90    time.Duration
+	bytes       int
+	rows        int
+}
+
+func measure(o options, nApps, nDrivers int, finishing bool) (result, error) {
+	r := result{apps: nApps, drivers: nDrivers}
+	var servers []*http.Server
+	defer func() {
+		for _, s := range servers {
+			_ = s.Close()
+		}
+	}()
+	hs := newHistory(nApps)
+	hsURL, err := serve(hs, &servers)
+	if err != nil {
+		return r, err
+	}
+	started := time.Now().Add(-time.Hour)
+	var urls []string
+	for i := range nDrivers {
+		u, err := serve(newDriver(i, started), &servers)
+		if err != nil {
+			return r, err
+		}
+		urls = append(urls, u)
+	}
+	for i := range nApps {
+		if i%3 == 0 {
+			r.visible++
+		}
+	}
+	for i := range nDrivers {
+		if i%3 == 0 {
+			r.visible++
+		}
+	}
+
+	name := fmt.Sprintf("sparkgate-%d", nApps)
+	conf := filepath.Join(o.dir, name+".yaml")
+	var c strings.Builder
+	port, err := freePort()
+	if err != nil {
+		return r, err
+	}
+	fmt.Fprintf(&c, "listen: 127.0.0.1:%d\nauth: {mode: local}\nlog: {format: json}\ndiscovery:\n  interval: %s\n", port, o.interval)
+	fmt.Fprintf(&c, "  history:\n    - {name: hs, url: %q, acls_enable: true}\n  static:\n", hsURL)
+	for _, u := range urls {
+		fmt.Fprintf(&c, "    - %s\n", u)
+	}
+	if nDrivers == 0 {
+		c.WriteString("    []\n")
+	}
+	if err := os.WriteFile(conf, []byte(strings.Replace(c.String(), "  static:\n    []\n", "  static: []\n", 1)), 0o600); err != nil {
+		return r, fmt.Errorf("writing config: %w", err)
+	}
+	logPath := filepath.Join(o.dir, name+".log")
+	logf, err := os.Create(logPath) //nolint:gosec // a log under this tool's own -dir
+	if err != nil {
+		return r, fmt.Errorf("creating log: %w", err)
+	}
+	defer logf.Close() //nolint:errcheck // the gateway wrote it; nothing to flush here
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd := exec.CommandContext(ctx, o.bin, "-config", conf) //nolint:gosec // the gateway binary of this run
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 10 * time.Second
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		return r, fmt.Errorf("starting %s: %w", o.bin, err)
+	}
+	defer cmd.Wait() //nolint:errcheck // stopped by cancel; its exit status is not a figure
+	pid := cmd.Process.Pid
+
+	base, token, err := waitStart(logPath, 30*time.Second)
+	if err != nil {
+		return r, err
+	}
+	jar, _ := cookiejar.New(nil)
+	client := &http.Client{Jar: jar, Timeout: 30 * time.Second}
+	if resp, err := client.Get(token); err != nil {
+		return r, fmt.Errorf("signing in: %w", err)
+	} else {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+	}
+	// Routable: the user's merged list holds every app she may view.
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		n, err := countApps(client, base+"/api/v1/applications")
+		if err == nil && n >= r.visible {
+			r.routable = time.Since(t0)
+			break
+		}
+		if time.Now().After(deadline) {
+			return r, fmt.Errorf("after 3 min the user sees %d apps (err %v); want %d", n, err, r.visible)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, t := range []timing{
+		{label: "index, first page", path: "/"},
+		{label: "index, filtered page (?q=user007)", path: "/?q=user007"},
+		{label: "index, page 3", path: "/?page=3"},
+		{label: "merged /api/v1/applications", path: "/api/v1/applications"},
+		{label: "merged /api/v1/applications?status=completed&limit=100", path: "/api/v1/applications?status=completed&limit=100"},
+	} {
+		if err := timeURL(client, base, &t, o.samples); err != nil {
+			return r, err
+		}
+		r.timed = append(r.timed, t)
+	}
+	// CPU with nothing changing: no requests, one round to settle first.
+	time.Sleep(o.interval)
+	lists0, cpu0 := hs.listHits.Load(), cpuTicks(pid)
+	time.Sleep(time.Duration(o.rounds) * o.interval)
+	lists1, cpu1 := hs.listHits.Load(), cpuTicks(pid)
+	r.cpuPerRound = time.Duration(float64(cpu1-cpu0) / clockTicks * float64(time.Second) / float64(o.rounds))
+	r.listsPerRound = float64(lists1-lists0) / float64(o.rounds)
+	r.rssKB, r.hwmKB = procStatus(pid, "VmRSS"), procStatus(pid, "VmHWM")
+
+	if finishing {
+		r.finished = true
+		id := "application_1764000000001_99999"
+		added := time.Now()
+		hs.add(nApps, id)
+		tries := 0
+		for time.Since(added) < time.Minute {
+			tries++
+			resp, err := client.Get(base + "/api/v1/applications/" + id + "/jobs")
+			if err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		done := time.Now()
+		hs.mu.Lock()
+		listed, env := hs.listedAt, hs.envAt
+		hs.mu.Unlock()
+		if listed.IsZero() || env.IsZero() {
+			return r, fmt.Errorf("the just-finished app: listed %v, ACLs read %v", listed, env)
+		}
+		r.listWait, r.aclDelay, r.userRoutable, r.userTries = listed.Sub(added), env.Sub(listed), done.Sub(listed), tries
+	}
+	cancel()
+	_ = cmd.Wait()
+	r.verify, err = verifyTimes(logPath)
+	return r, err
+}
+
+// freePort is a loopback port free a moment ago: the gateway's sign-in URL
+// names its listen address, so it cannot listen on port 0.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port: %w", err)
+	}
+	defer ln.Close() //nolint:errcheck // only its port is used
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+var tokenRE = regexp.MustCompile(`http://127\.0\.0\.1:[0-9]+/oauth2/token\?token=[0-9a-f]+`)
+
+// waitStart waits for the gateway's one-time sign-in URL in its log.
+func waitStart(logPath string, limit time.Duration) (base, token string, err error) {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(logPath) //nolint:gosec // this tool's own log file
+		if m := tokenRE.Find(b); m != nil {
+			token = string(m)
+			return token[:strings.Index(token, "/oauth2/")], token, nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return "", "", fmt.Errorf("no sign-in URL in %s after %s", logPath, limit)
+}
+
+func countApps(c *http.Client, u string) (int, error) {
+	resp, err := c.Get(u)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close() //nolint:errcheck // read-only body
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET %s: %s", u, resp.Status)
+	}
+	var apps []json.RawMessage
+	if err := json.NewDecoder(resp.Body).Decode(&apps); err != nil {
+		return 0, fmt.Errorf("GET %s: %w", u, err)
+	}
+	return len(apps), nil
+}
+
+// timeURL GETs base+t.path samples times, one at a time, and keeps the
+// median and 90th percentile of the time to the last byte.
+func timeURL(c *http.Client, base string, t *timing, samples int) error {
+	var ds []time.Duration
+	for range samples {
+		start := time.Now()
+		resp, err := c.Get(base + t.path)
+		if err != nil {
+			return fmt.Errorf("GET %s: %w", t.path, err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s: %s %v", t.path, resp.Status, err)
+		}
+		ds = append(ds, time.Since(start))
+		t.bytes = len(b)
+		t.rows = strings.Count(string(b), "<tr data-search=")
+		if strings.HasPrefix(t.path, "/api/") {
+			t.rows = strings.Count(string(b), `"attempts"`)
+		}
+	}
+	slices.Sort(ds)
+	t.p50, t.p90 = ds[len(ds)/2], ds[len(ds)*9/10]
+	return nil
+}
+
+const clockTicks = 100 // USER_HZ on Linux
+
+// cpuTicks is utime+stime of pid from /proc/<pid>/stat.
+func cpuTicks(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	k, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + k
+}
+
+// procStatus is a kB figure of /proc/<pid>/status.
+func procStatus(pid int, key string) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, key+":"); ok {
+			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			return n
+		}
+	}
+	return 0
+}
+
+// verifyTimes reads the verify_took of every "driver found" line.
+func verifyTimes(logPath string) ([]time.Duration, error) {
+	f, err := os.Open(logPath) //nolint:gosec // this tool's own log file
+	if err != nil {
+		return nil, fmt.Errorf("reading log: %w", err)
+	}
+	defer f.Close() //nolint:errcheck // read-only
+	var out []time.Duration
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var l struct {
+			Msg    string  `json:"msg"`
+			Verify float64 `json:"verify_took"`
+		}
+		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg == "driver found" {
+			out = append(out, time.Duration(l.Verify*float64(time.Second)))
+		}
+	}
+	if err := sc.Err(); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("reading log: %w", err)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
+
+func report(w io.Writer, o options, res []result) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	p("## Scale of one gateway (bench/cmd/scale)\n\n")
+	p("A fake History Server (Spark 3.5.9's list and environment shapes, ACLs on, one app in three viewable by the user) and fake live drivers on loopback ports, the real sparkgate binary in local mode in front of them (discovery.interval %s), the OS user signed in (local mode). Times are client-side on loopback, to the last byte, median (p90) of %d sequential requests.\n\n", o.interval, o.samples)
+	p("| figure |")
+	for _, r := range res {
+		p(" %d apps + %d drivers |", r.apps, r.drivers)
+	}
+	p("\n|---|")
+	for range res {
+		p("---:|")
+	}
+	p("\n")
+	row := func(label string, f func(r result) string) {
+		p("| %s |", label)
+		for _, r := range res {
+			p(" %s |", f(r))
+		}
+		p("\n")
+	}
+	row("apps the user may view", func(r result) string { return strconv.Itoa(r.visible) })
+	row("start to every app routable", func(r result) string { return fmt.Sprintf("%.1f s", r.routable.Seconds()) })
+	for i := range res[0].timed {
+		row(res[0].timed[i].label, func(r result) string {
+			t := r.timed[i]
+			return fmt.Sprintf("%s (%s), %d rows, %d KB", ms(t.p50), ms(t.p90), t.rows, t.bytes/1024)
+		})
+	}
+	row("RSS (peak)", func(r result) string {
+		return fmt.Sprintf("%.1f MiB (%.1f)", float64(r.rssKB)/1024, float64(r.hwmKB)/1024)
+	})
+	row("CPU per discovery round, nothing changing", func(r result) string { return ms(r.cpuPerRound) })
+	row("History Server list reads per round", func(r result) string { return fmt.Sprintf("%.1f", r.listsPerRound) })
+	row("drivers' verify_took p50 / p90 / max", func(r result) string {
+		if len(r.verify) == 0 {
+			return "-"
+		}
+		v := r.verify
+		return fmt.Sprintf("%s / %s / %s", ms(v[len(v)/2]), ms(v[len(v)*9/10]), ms(v[len(v)-1]))
+	})
+	base := res[0]
+	p("\nCost per app, against the empty gateway of the same run:\n\n| run | RSS per app | CPU per discovery round per app |\n|---|---:|---:|\n")
+	for _, r := range res[1:] {
+		n := r.apps + r.drivers
+		p("| %d apps + %d drivers | %.0f bytes | %.1f µs |\n", r.apps, r.drivers,
+			float64(r.rssKB-base.rssKB)*1024/float64(n), float64(r.cpuPerRound-base.cpuPerRound)/float64(time.Microsecond)/float64(n))
+	}
+	for _, r := range res {
+		if r.finished {
+			p("\nA just-finished app (the History Server starts listing it; the user asks for its REST jobs every 20 ms from then on): the gateway's next poll listed it %s after it was added; its ACLs were read from the History Server %s after that listing; the user's request answered 200 %s after the listing (%d tries).\n",
+				ms(r.listWait), ms(r.aclDelay), ms(r.userRoutable), r.userTries)
+		}
+	}
+}
