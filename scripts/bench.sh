@@ -16,7 +16,8 @@
 # 3), BENCH_RUNNING_JOBS (running jobs on the driver's kill page, 20),
 # BENCH_SPARK (Spark version under .cache/spark, default 3.5.9), BENCH_GO
 # (1 runs the Go benchmarks, default 1), BENCH_SCALE (1 runs the scale
-# program, default 1).
+# program, default 1), BENCH_USERS (distinct sessions of the many-users
+# load, 1000; 0 skips it), BENCH_USERS_DURATION (30s).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -26,6 +27,9 @@ threads="${BENCH_THREADS:-2}"
 conns="${BENCH_CONNECTIONS:-50}"
 rounds="${BENCH_ROUNDS:-3}"
 running_jobs="${BENCH_RUNNING_JOBS:-20}"
+users="${BENCH_USERS:-1000}"
+users_duration="${BENCH_USERS_DURATION:-30s}"
+run_scale="${BENCH_SCALE:-1}"
 spark_version="${BENCH_SPARK:-3.5.9}"
 run_go="${BENCH_GO:-1}"
 o2p_version="v7.15.6"
@@ -412,7 +416,26 @@ done
 if [ -n "$sgo_url" ]; then rss "$sgo_pid" VmHWM rss.sparkgate-oidc.end.vmhwm; fi
 if [ -n "$o2p_url" ]; then rss "$o2p_pid" VmHWM rss.oauth2-proxy.end.vmhwm; fi
 rss "$bare_pid" VmHWM rss.bareproxy.end.vmhwm
+
+# --- e. many users at once: distinct OIDC sessions, one keep-alive client
+# each, over the HTML page, the REST answer and the index -------------------
+if [ -n "$sgo_url" ] && [ "$users" -gt 0 ]; then
+  log "signing in $users users through the OpenID provider"
+  if "$B/login" -start "$sgo_url/oauth2/login" -cookie _sparkgate -user user -n "$users" >"$out/conf/users.cookies" 2>"$out/logs/login-users.log"; then
+    log "users: $users clients for $users_duration"
+    "$B/users" -base "$sgo_url" -cookies "$out/conf/users.cookies" -pid "$sgo_pid" -duration "$users_duration" \
+      -paths "/app/$static_id/jobs/,/api/v1/applications/$static_id/jobs/0,/" >"$out/users.md" || log "users failed"
+  else
+    log "signing in $users users failed (see $out/logs/login-users.log)"
+  fi
+fi
 stop_all
+
+# --- f. scale of one gateway: many apps and drivers (its own servers) -------
+if [ "$run_scale" = 1 ]; then
+  log "scale: 10,000 finished apps and 500 live drivers, then a tenth of them, then none"
+  "$B/scale" -sparkgate bin/sparkgate -dir "$out/scale" >"$out/scale.md" || log "scale failed (see $out/scale)"
+fi
 
 # --- Go benchmarks and the stripper's memory (no servers running) ------------
 if [ "$run_go" = 1 ]; then

@@ -42,6 +42,9 @@ type inputs struct {
 	wrkErrs map[string]string
 	bench   []goBench
 	figures []figure
+	// sections are Markdown sections other programs wrote (scale.md,
+	// users.md), shown as they are.
+	sections []string
 }
 
 func load(dir string) (inputs, error) {
@@ -69,6 +72,11 @@ func load(dir string) (inputs, error) {
 			continue
 		}
 		in.wrk[s.name] = w
+	}
+	for _, name := range []string{"users.md", "scale.md"} {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil && len(b) > 0 { //nolint:gosec // dir is this tool's own -dir flag; name is fixed
+			in.sections = append(in.sections, string(b))
+		}
 	}
 	if f, err := os.Open(filepath.Join(dir, "gobench.txt")); err == nil { //nolint:gosec // dir is this tool's own -dir flag
 		in.bench, err = parseGoBench(f)

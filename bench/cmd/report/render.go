@@ -141,6 +141,10 @@ func render(in inputs) string {
 		p("| %s | %.2f | %.2f | %+.3f |\n", c.label, a.ReqPerSec/b.ReqPerSec, a.P99/b.P99, a.P50-b.P50)
 	}
 
+	for _, sec := range in.sections {
+		p("\n%s", sec)
+	}
+
 	p("\n## Memory\n\n| figure | value |\n|---|---:|\n")
 	figs := map[string]figure{}
 	for _, f := range in.figures {

@@ -1,0 +1,160 @@
+// Command users loads one gateway with many users at once, for make bench:
+// one keep-alive client (its own connection) per session cookie read from
+// -cookies (one Cookie header a line, as bench/cmd/login -n prints them),
+// each sending its requests one after the other, cycling over -paths (an
+// HTML page, a REST answer, the index), for -duration. It reports, as
+// Markdown on stdout: requests, errors (transport errors and answers
+// other than 200), req/s, p50/p99/max latency, and the gateway's RSS
+// (sampled every second, from /proc/<-pid>/status) before, peak and after.
+// It must not be used for anything but loopback benchmarks.
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "users:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("users", flag.ContinueOnError)
+	base := fs.String("base", "", "gateway `URL`")
+	cookies := fs.String("cookies", "", "`file` of Cookie headers, one session a line")
+	paths := fs.String("paths", "/", "comma-separated `paths` each client cycles over")
+	duration := fs.Duration("duration", time.Minute, "how long the load lasts")
+	pid := fs.Int("pid", 0, "the gateway's process `id`, for its RSS")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	b, err := os.ReadFile(*cookies) //nolint:gosec // this tool's own -cookies flag
+	if err != nil {
+		return fmt.Errorf("reading cookies: %w", err)
+	}
+	var sessions []string
+	for l := range strings.SplitSeq(strings.TrimSpace(string(b)), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			sessions = append(sessions, l)
+		}
+	}
+	if len(sessions) == 0 {
+		return fmt.Errorf("%s: no sessions", *cookies)
+	}
+	ps := strings.Split(*paths, ",")
+	before := rss(*pid, "VmRSS")
+	var peak atomic.Int64
+	ctx, cancel := context.WithTimeout(context.Background(), *duration)
+	defer cancel()
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			if r := int64(rss(*pid, "VmRSS")); r > peak.Load() {
+				peak.Store(r)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	lat := make([][]time.Duration, len(sessions))
+	var errs, non200 atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i, cookie := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tr := &http.Transport{MaxIdleConnsPerHost: 1, MaxConnsPerHost: 1, DisableCompression: true}
+			defer tr.CloseIdleConnections()
+			c := &http.Client{Transport: tr, Timeout: 30 * time.Second,
+				CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+			for n := i; ctx.Err() == nil; n++ {
+				req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, *base+ps[n%len(ps)], nil)
+				req.Header.Set("Cookie", cookie)
+				t0 := time.Now()
+				resp, err := c.Do(req)
+				if err != nil {
+					errs.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+					continue
+				}
+				_, err = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+				if err != nil {
+					errs.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+					continue
+				}
+				if resp.StatusCode != http.StatusOK {
+					if non200.Add(1) == 1 {
+						firstErr.CompareAndSwap(nil, fmt.Sprintf("%s: %s", req.URL.Path, resp.Status))
+					}
+					continue
+				}
+				lat[i] = append(lat[i], time.Since(t0))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	slices.Sort(all)
+	pct := func(p float64) string {
+		if len(all) == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f ms", float64(all[min(len(all)-1, int(p*float64(len(all))))])/float64(time.Millisecond))
+	}
+	fmt.Printf("## Many users at once (bench/cmd/users)\n\n")
+	fmt.Printf("%d keep-alive clients, each with its own session (signed in through the OpenID provider) and its own connection, each sending requests one after another over %s, for %s.\n\n",
+		len(sessions), strings.Join(ps, ", "), duration.String())
+	fmt.Printf("| figure | value |\n|---|---:|\n")
+	fmt.Printf("| requests answered 200 | %d |\n| req/s | %.0f |\n", len(all), float64(len(all))/elapsed.Seconds())
+	fmt.Printf("| transport errors | %d |\n| answers other than 200 | %d |\n", errs.Load(), non200.Load())
+	if e := firstErr.Load(); e != nil {
+		fmt.Printf("| first error | %s |\n", strings.ReplaceAll(e.(string), "|", "/"))
+	}
+	fmt.Printf("| p50 | %s |\n| p99 | %s |\n| max | %s |\n", pct(0.5), pct(0.99), pct(1))
+	fmt.Printf("| gateway RSS before | %.1f MiB |\n| gateway RSS peak (1 s samples) | %.1f MiB |\n| gateway RSS after | %.1f MiB |\n| gateway peak RSS (VmHWM) | %.1f MiB |\n",
+		float64(before)/1024, float64(peak.Load())/1024, float64(rss(*pid, "VmRSS"))/1024, float64(rss(*pid, "VmHWM"))/1024)
+	return nil
+}
+
+// rss is a kB figure of /proc/<pid>/status, 0 if unknown.
+func rss(pid int, key string) int {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close() //nolint:errcheck // read-only
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), key+":"); ok {
+			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			return n
+		}
+	}
+	return 0
+}
