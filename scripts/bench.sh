@@ -433,7 +433,7 @@ stop_all
 
 # --- f. scale of one gateway: many apps and drivers (its own servers) -------
 if [ "$run_scale" = 1 ]; then
-  log "scale: 10,000 finished apps and 500 live drivers, then a tenth of them, then none"
+  log "scale: no apps, a tenth, then 10,000 finished apps and 500 live drivers"
   "$B/scale" -sparkgate bin/sparkgate -dir "$out/scale" >"$out/scale.md" || log "scale failed (see $out/scale)"
 fi
 
