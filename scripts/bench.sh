@@ -192,15 +192,17 @@ if [ "$have_spark" = 1 ] && wait_log "$out/logs/driver.log" 'BENCH ready' 120 "$
   driver_url="$(sed -E 's/.*ui=([^ ]+).*/\1/' <<<"$line")"
   log "driver $driver_id at $driver_url"
   c="$out/capture"
-  curl -sf --max-time 10 -o "$c/jobs.html" "$driver_url/jobs/" &&
-    curl -sf --max-time 10 -o "$c/applications.json" "$driver_url/api/v1/applications" &&
-    curl -sf --max-time 10 -o "$c/environment.json" "$driver_url/api/v1/applications/$driver_id/environment" &&
-    curl -sf --max-time 10 -o "$c/jobs.json" "$driver_url/api/v1/applications/$driver_id/jobs" ||
+  # A loaded machine can make a cold driver slow: retry, and name what failed.
+  get() { curl -sSf --retry 3 --retry-all-errors --max-time 20 -o "$c/$1" "$driver_url$2" 2>>"$out/logs/capture.log" || { log "capture of $2 failed"; return 1; }; }
+  get jobs.html /jobs/ &&
+    get applications.json /api/v1/applications &&
+    get environment.json "/api/v1/applications/$driver_id/environment" &&
+    get jobs.json "/api/v1/applications/$driver_id/jobs" ||
     { log "capture from the driver failed; the static upstream serves proxy/testdata"; rm -f "$c"/*; }
   # The same driver with jobs running: its jobs page holds a kill control per job.
   touch "$run_file"
   if wait_log "$out/logs/driver.log" 'BENCH running' 60 "$driver_pid"; then
-    curl -sf --max-time 10 -o "$c/jobs-kill.html" "$driver_url/jobs/" || rm -f "$c/jobs-kill.html"
+    get jobs-kill.html /jobs/ || rm -f "$c/jobs-kill.html"
   fi
 fi
 # kills FILE : the kill controls in a Spark page (kill anchors and forms)
