@@ -181,12 +181,12 @@ func measure(o options, nApps, nDrivers int, finishing bool) (result, error) {
 	}
 	jar, _ := cookiejar.New(nil)
 	client := &http.Client{Jar: jar, Timeout: 30 * time.Second}
-	if resp, err := client.Get(token); err != nil {
+	resp, err := client.Get(token)
+	if err != nil {
 		return r, fmt.Errorf("signing in: %w", err)
-	} else {
-		_, _ = io.Copy(io.Discard, resp.Body)
-		_ = resp.Body.Close()
 	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
 	// Routable: the user's merged list holds every app she may view.
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
@@ -196,7 +196,7 @@ func measure(o options, nApps, nDrivers int, finishing bool) (result, error) {
 			break
 		}
 		if time.Now().After(deadline) {
-			return r, fmt.Errorf("after 3 min the user sees %d apps (err %v); want %d", n, err, r.visible)
+			return r, fmt.Errorf("after 3 min the user sees %d apps; want %d (last error: %w)", n, r.visible, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -318,8 +318,11 @@ func timeURL(c *http.Client, base string, t *timing, samples int) error {
 		}
 		b, err := io.ReadAll(resp.Body)
 		_ = resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("GET %s: %s %v", t.path, resp.Status, err)
+		if err != nil {
+			return fmt.Errorf("GET %s: %w", t.path, err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s: %s", t.path, resp.Status)
 		}
 		ds = append(ds, time.Since(start))
 		t.bytes = len(b)
@@ -395,7 +398,7 @@ func verifyTimes(logPath string) ([]time.Duration, error) {
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
 
 func report(w io.Writer, o options, res []result) {
-	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	p := func(format string, args ...any) { _, _ = fmt.Fprintf(w, format, args...) }
 	p("## Scale of one gateway (bench/cmd/scale)\n\n")
 	p("A fake History Server (Spark 3.5.9's list and environment shapes, ACLs on, one app in three viewable by the user) and fake live drivers on loopback ports, the real sparkgate binary in local mode in front of them (discovery.interval %s), the OS user signed in (local mode). Times are client-side on loopback, to the last byte, median (p90) of %d sequential requests.\n\n", o.interval, o.samples)
 	p("| figure |")
