@@ -597,7 +597,7 @@ func (d *Discoverer) onLogs(changes []logCandidates, at time.Time, first bool) {
 		}
 		for _, c := range cs {
 			t := d.targets[c.key()]
-			if t != nil && t.appID != "" && c.appID != "" && c.appID != t.appID {
+			if t != nil && t.appID != "" && c.appID != "" && !sameApp(c.appID, t.appID) {
 				// The log's id line names another app than the one
 				// verified at its URL.
 				d.evictClaim(t.appID, "the driver's log names app "+c.appID)
