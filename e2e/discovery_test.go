@@ -302,7 +302,7 @@ func (s *suite) checkStandalone(t *testing.T, home SparkHome) {
 	}
 	mu, _ := url.Parse(sa.WebURL)
 	rep, err := Crawl(ctx, c, gw.URL+prefix+"jobs/", CrawlOptions{
-		MaxPages: 300,
+		MaxPages: 600,
 		Scope:    []string{prefix},
 		Skip:     skipLogout,
 		Needles:  append(d.HostPorts(), mu.Host),

@@ -137,7 +137,7 @@ func (s *suite) checkYARNCrawl(t *testing.T, gw *Gateway, c *http.Client, d *Dri
 	ctx := ctxFor(t, 3*time.Minute)
 	t0 := time.Now()
 	rep, err := Crawl(ctx, c, gw.URL+"/app/"+d.AppID+"/", CrawlOptions{
-		MaxPages: 300,
+		MaxPages: 600,
 		Scope:    []string{"/app/" + d.AppID + "/", "/proxy/" + d.AppID + "/"},
 		Skip:     skipLogout,
 		Needles:  append(d.HostPorts(), y.HostPorts()...),
