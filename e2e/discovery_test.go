@@ -362,9 +362,20 @@ func (s *suite) checkProbeAndNoConfig(t *testing.T, home SparkHome) {
 			t.Fatal(err)
 		}
 	}
+	// The probe's and the no-config gateway's default range is Spark's
+	// default UI port and its retries: with every one of them taken, the
+	// test cannot show a probe finding a driver, and skipping would let it
+	// pass unchecked. Fail and name who holds them, so they can be stopped.
 	port, err := freePortIn(4040, 4056)
 	if err != nil {
-		t.Skip(err)
+		owners := portOwners(4040, 4056)
+		var held []string
+		for p := 4040; p <= 4056; p++ {
+			if o, ok := owners[p]; ok {
+				held = append(held, fmt.Sprintf("%d: %s", p, o))
+			}
+		}
+		t.Fatalf("%v; stop what holds Spark's default UI ports:\n%s", err, strings.Join(held, "\n"))
 	}
 
 	pgw, pc := s.localGateway(ctx, t, filepath.Join(dir, "probe-gateway"), GatewayOptions{Discovery: map[string]any{

@@ -4,8 +4,12 @@ package e2e
 
 import (
 	"errors"
+	"fmt"
+	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -54,5 +58,20 @@ func TestStartUniqueDriver(t *testing.T) {
 		return nil, errors.New("driver acl-C: python not found")
 	}); err == nil || tries != 1 {
 		t.Errorf("startUniqueDriver with another failure = %v after %d tries; want that error after 1", err, tries)
+	}
+}
+
+// TestPortOwners proves portOwners names the process listening on a port,
+// which the probe test prints when Spark's default UI ports are all taken.
+func TestPortOwners(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	got := portOwners(port, port)[port]
+	if want := fmt.Sprintf("pid %d (", os.Getpid()); !strings.HasPrefix(got, want) {
+		t.Errorf("portOwners(%d) = %q; want it to start with %q", port, got, want)
 	}
 }
