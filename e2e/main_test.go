@@ -62,16 +62,23 @@ func (s *suite) requireGateway(t *testing.T) {
 	}
 }
 
-// sparkHomes returns the Spark installations under .cache/spark, failing t
-// when there is none: scripts/setup.sh installs them.
+// sparkHomes returns the Spark installations the suite must run, failing t
+// when one is missing: every version scripts/setup-spark.sh installs (or
+// the ones SPARK_E2E_VERSIONS names), so a failed install cannot shrink
+// the matrix unnoticed.
 func (s *suite) sparkHomes(t *testing.T) []SparkHome {
 	t.Helper()
-	homes, err := FindSparkHomes(s.root)
+	installed, err := FindSparkHomes(s.root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(homes) == 0 {
-		t.Fatal("no Spark under .cache/spark; run scripts/setup.sh")
+	want, err := WantedSparkVersions(s.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	homes, missing := matchVersions(installed, want)
+	if len(missing) > 0 {
+		t.Fatalf("Spark %v not installed under .cache/spark (want %v; run scripts/setup.sh, or narrow the run with SPARK_E2E_VERSIONS)", missing, want)
 	}
 	return homes
 }
