@@ -437,11 +437,13 @@ func (s *suite) checkProbeAndNoConfig(t *testing.T, home SparkHome) {
 		if st, err := getStatus(ctx, pc, http.MethodGet, pgw.URL+"/app/"+id+"/jobs/", nil); err != nil || st != http.StatusOK {
 			t.Errorf("GET /app/%s/jobs/ = %d, %v; want 200", id, st, err)
 		}
-		if apps, err := pgw.Apps(ctx, pc); err == nil {
-			for _, a := range apps {
-				if a.ID == dl.AppID {
-					t.Errorf("probe-only gateway lists %s, whose UI port %d is outside the probe range", a.ID, dl.UIPort)
-				}
+		apps, err := pgw.Apps(ctx, pc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range apps {
+			if a.ID == dl.AppID {
+				t.Errorf("probe-only gateway lists %s, whose UI port %d is outside the probe range", a.ID, dl.UIPort)
 			}
 		}
 	})

@@ -167,9 +167,16 @@ func TestOIDCGateway(t *testing.T) {
 		if _, _, err := gw.Watch.WaitFor(wctx, regexp.MustCompile(`/api/v1/applications".*"user": "svc-reporter"`), nil); err != nil {
 			t.Errorf("no request as svc-reporter in the gateway log: %v", err)
 		}
+		// A forged token is refused as an invalid token (401), not by some
+		// failure on the way (a transport error or a 5xx would also make
+		// the app list fail).
 		bad := &http.Client{Timeout: 30 * time.Second, Transport: bearer{tok[:len(tok)-4] + "AAAA"}}
-		if _, err := gw.Apps(ctx, bad); err == nil {
-			t.Errorf("app list with a forged bearer JWT succeeded; want a refusal")
+		code, h, err := answer(ctx, bad, gw.URL+"/api/v1/applications")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := `Bearer realm="sparkgate", error="invalid_token"`; code != http.StatusUnauthorized || h.Get("WWW-Authenticate") != want {
+			t.Errorf("app list with a forged bearer JWT = %d, WWW-Authenticate %q; want 401, %q", code, h.Get("WWW-Authenticate"), want)
 		}
 	})
 }
