@@ -1,0 +1,126 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestChildrenDieWithSuite proves that a child started with StartProc
+// outlives the OS thread that asked for it but not the suite: a helper
+// process (this test binary) starts a child from a goroutine locked to a
+// thread that then ends, reports the child's pid, and is killed with
+// SIGKILL, so no cleanup of its own runs; the child must then be gone.
+func TestChildrenDieWithSuite(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperSuite$", "-test.v")
+	cmd.Env = append(os.Environ(), "SPARKGATE_E2E_HELPER="+t.TempDir())
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	var child int
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "CHILD="); ok {
+			child, _ = strconv.Atoi(v)
+			break
+		}
+	}
+	if child == 0 {
+		t.Fatalf("helper reported no child pid (scan error %v)", sc.Err())
+	}
+	defer syscall.Kill(child, syscall.SIGKILL) // if the test fails
+	if !running(child) {
+		t.Fatalf("child %d died when the thread that started it ended; want it alive while the suite lives", child)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for running(child) {
+		if time.Now().After(deadline) {
+			t.Fatalf("child %d (%s) still runs after the suite was killed", child, procCmdline(child))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestHelperSuite is the suite stand-in TestChildrenDieWithSuite runs; it
+// does nothing in a normal run.
+func TestHelperSuite(t *testing.T) {
+	dir := os.Getenv("SPARKGATE_E2E_HELPER")
+	if dir == "" {
+		return
+	}
+	type started struct {
+		p   *Proc
+		tid int
+	}
+	ch := make(chan started)
+	go func() {
+		// Locked and never unlocked: the runtime ends this thread when the
+		// goroutine returns, which would fire a Pdeathsig tied to it. (The
+		// main thread, which the runtime never ends, is taken by init.)
+		runtime.LockOSThread()
+		p, err := StartProc("sleeper", exec.Command("sleep", "300"), filepath.Join(dir, "sleeper.log"))
+		if err != nil {
+			fmt.Println("ERROR", err)
+			os.Exit(1)
+		}
+		ch <- started{p, syscall.Gettid()}
+	}()
+	s := <-ch
+	for {
+		if _, err := os.Stat(fmt.Sprintf("/proc/self/task/%d", s.tid)); os.IsNotExist(err) {
+			break // the thread that asked for the child has ended
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for range 50 { // give a Pdeathsig tied to that thread time to land
+		if !running(s.p.Cmd.Process.Pid) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	fmt.Printf("CHILD=%d\n", s.p.Cmd.Process.Pid)
+	select {} // until killed
+}
+
+func init() {
+	if os.Getenv("SPARKGATE_E2E_HELPER") != "" {
+		runtime.LockOSThread() // keep the helper's test goroutines off the main thread
+	}
+}
+
+// running reports whether pid is a live sleep process (not gone, not a
+// zombie, not a reused pid).
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 >= len(s) || s[i+2] == 'Z' {
+		return false
+	}
+	return strings.HasPrefix(procCmdline(pid), "sleep")
+}
+
+func procCmdline(pid int) string { return cmdline(strconv.Itoa(pid)) }
