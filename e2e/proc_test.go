@@ -17,10 +17,11 @@ import (
 )
 
 // TestChildrenDieWithSuite proves that a child started with StartProc
-// outlives the OS thread that asked for it but not the suite: a helper
-// process (this test binary) starts a child from a goroutine locked to a
-// thread that then ends, reports the child's pid, and is killed with
-// SIGKILL, so no cleanup of its own runs; the child must then be gone.
+// outlives the OS thread that asked for it but not the suite, and neither
+// does what the child started: a helper process (this test binary) starts a
+// child, which starts a grandchild, from a goroutine locked to a thread that
+// then ends, reports both pids, and is killed with SIGKILL, so no cleanup of
+// its own runs; both must then be gone.
 func TestChildrenDieWithSuite(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperSuite$", "-test.v")
 	cmd.Env = append(os.Environ(), "SPARKGATE_E2E_HELPER="+t.TempDir())
@@ -33,31 +34,39 @@ func TestChildrenDieWithSuite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	var child int
+	var child, grandchild int
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), "CHILD="); ok {
-			child, _ = strconv.Atoi(v)
+			c, g, _ := strings.Cut(v, " ")
+			child, _ = strconv.Atoi(c)
+			grandchild, _ = strconv.Atoi(g)
 			break
 		}
 	}
-	if child == 0 {
-		t.Fatalf("helper reported no child pid (scan error %v)", sc.Err())
+	if child == 0 || grandchild == 0 {
+		t.Fatalf("helper reported no child and grandchild pids (scan error %v)", sc.Err())
 	}
 	defer syscall.Kill(child, syscall.SIGKILL) // if the test fails
+	defer syscall.Kill(grandchild, syscall.SIGKILL)
 	if !running(child) {
 		t.Fatalf("child %d died when the thread that started it ended; want it alive while the suite lives", child)
+	}
+	if !running(grandchild) {
+		t.Fatalf("grandchild %d is not running before the suite was killed", grandchild)
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
 	deadline := time.Now().Add(10 * time.Second)
-	for running(child) {
-		if time.Now().After(deadline) {
-			t.Fatalf("child %d (%s) still runs after the suite was killed", child, procCmdline(child))
+	for _, pid := range []int{child, grandchild} {
+		for running(pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("process %d (%s) still runs after the suite was killed (child %d, grandchild %d)", pid, procCmdline(pid), child, grandchild)
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -78,7 +87,9 @@ func TestHelperSuite(t *testing.T) {
 		// goroutine returns, which would fire a Pdeathsig tied to it. (The
 		// main thread, which the runtime never ends, is taken by init.)
 		runtime.LockOSThread()
-		p, err := StartProc("sleeper", exec.Command("sleep", "300"), filepath.Join(dir, "sleeper.log"))
+		// The child starts a grandchild (which Pdeathsig does not cover),
+		// then becomes a sleep itself.
+		p, err := StartProc("sleeper", exec.Command("bash", "-c", "sleep 301 & echo GRANDCHILD=$!; exec sleep 300"), filepath.Join(dir, "sleeper.log"))
 		if err != nil {
 			fmt.Println("ERROR", err)
 			os.Exit(1)
@@ -98,7 +109,13 @@ func TestHelperSuite(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	fmt.Printf("CHILD=%d\n", s.p.Cmd.Process.Pid)
+	var grandchild string
+	for grandchild == "" {
+		b, _ := os.ReadFile(filepath.Join(dir, "sleeper.log"))
+		_, grandchild, _ = strings.Cut(strings.TrimSpace(string(b)), "GRANDCHILD=")
+		time.Sleep(10 * time.Millisecond)
+	}
+	fmt.Printf("CHILD=%d %s\n", s.p.Cmd.Process.Pid, grandchild)
 	select {} // until killed
 }
 
