@@ -86,7 +86,7 @@ func TestCrawlerFindsProblems(t *testing.T) {
 // says so, and one that saw every page does not: requireComplete depends on it.
 func TestCrawlerReportsTruncation(t *testing.T) {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		fmt.Fprint(w, `<a href="/1/">1</a><a href="/2/">2</a><a href="/3/">3</a><a href="/4/">4</a>`)
 	})

@@ -72,7 +72,7 @@ func TestChildrenDieWithSuite(t *testing.T) {
 
 // TestHelperSuite is the suite stand-in TestChildrenDieWithSuite runs; it
 // does nothing in a normal run.
-func TestHelperSuite(t *testing.T) {
+func TestHelperSuite(_ *testing.T) {
 	dir := os.Getenv("SPARKGATE_E2E_HELPER")
 	if dir == "" {
 		return
