@@ -450,6 +450,7 @@ func (s *suite) checkProbeAndNoConfig(t *testing.T, home SparkHome) {
 
 	t.Run("noconfig", func(t *testing.T) {
 		checkNoConfig(ctx, t, ngw, dp, dl, port)
+		checkOutageLoggedOnce(t, ngw)
 	})
 
 	t.Run("probe/finished", func(t *testing.T) {
@@ -543,6 +544,29 @@ func checkNoConfig(ctx context.Context, t *testing.T, gw *Gateway, dp, dl *Drive
 		if _, _, err := gw.Watch.WaitFor(ctx, re, gw.Proc.Exited); err != nil {
 			t.Errorf("no-config gateway did not find %s through %s: %v\n%s", w.d.AppID, w.source, err, gw.Watch.Tail(40))
 		}
+	}
+}
+
+// checkOutageLoggedOnce: the no-config gateway names a History Server at
+// 127.0.0.1:18080, which the suite does not run; over the minute of polls
+// it has had by now, that is one warning, not one per interval.
+func checkOutageLoggedOnce(t *testing.T, gw *Gateway) {
+	t.Helper()
+	b, err := os.ReadFile(gw.Proc.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warns []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, "WARN") && strings.Contains(l, "history server") {
+			warns = append(warns, l)
+		}
+	}
+	switch {
+	case len(warns) > 1:
+		t.Errorf("%d warnings about the unreachable History Server; want 1:\n%s", len(warns), strings.Join(warns, "\n"))
+	case len(warns) == 0:
+		t.Logf("no warning about 127.0.0.1:18080: something answers there on this machine")
 	}
 }
 
