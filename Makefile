@@ -50,7 +50,8 @@ lint: ## golangci-lint (installed into bin/ on first use)
 	test -x bin/golangci-lint || GOBIN=$(CURDIR)/bin $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 	bin/golangci-lint run --build-tags e2e ./...
 
-check: lint test e2e ## everything CI runs: lint, vet, unit tests, e2e
+# setup first: unit tests use what it installs too (auth's redis-server).
+check: setup lint test e2e ## everything CI runs: lint, vet, unit tests, e2e
 
 clean: ## remove build output (keeps the .cache of Spark and friends)
 	rm -rf bin e2e/out bench/out

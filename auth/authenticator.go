@@ -2,6 +2,8 @@
 // OpenID Connect sign-in (code flow with PKCE), keeps sessions in
 // encrypted, authenticated cookies, verifies bearer tokens of API clients,
 // and offers a single-user local mode with a login URL printed at start.
+// With auth.session.store redis, replicas share sign-outs and take turns
+// renewing a session (replicas.go, store.go).
 //
 // It produces an Identity (user and groups) and nothing else: it knows
 // nothing of Spark, never authorizes, and never reads identity from request
@@ -55,6 +57,8 @@ type Authenticator struct {
 	// revoked holds the IDs of sessions signed out of, so that a copy of
 	// the cookie taken before sign-out is refused afterwards.
 	revoked *revocations
+	// shared is the store replicas share (auth.session.store redis), or nil.
+	shared *shared
 
 	gate  *gate
 	oidc  *oidcClient // mode oidc
@@ -114,6 +118,10 @@ func New(ctx context.Context, cfg Config, publicURL string, logger *zap.Logger) 
 	}
 	if a.codec, err = newSessionCodec(keys); err != nil {
 		return nil, err
+	}
+	if cfg.Session.Store == StoreRedis {
+		a.shared = newShared(newRedisStore(cfg.Session.Redis, logger.Named("store")), cfg.Session.Redis.Timeout, cfg.Session.TTL, logger.Named("store"))
+		a.shared.start(ctx, cfg.Session.Redis.Addr, cfg.Session.Redis.DialTimeout+cfg.Session.Redis.Timeout)
 	}
 
 	switch cfg.Mode {
@@ -219,7 +227,7 @@ func (a *Authenticator) currentSession(ctx context.Context, r *http.Request) (s 
 	if rs, ok := a.refreshed.Get(key); ok {
 		s, renewed = rs, true
 	}
-	if a.revoked.has(s.ID) {
+	if a.isRevoked(ctx, s.ID) {
 		return nil, false, nil
 	}
 	now := a.now()
@@ -237,6 +245,9 @@ func (a *Authenticator) currentSession(ctx context.Context, r *http.Request) (s 
 		// Another request may have renewed this cookie's session just now.
 		if rs, ok := a.refreshed.Get(key); ok && rs != s && a.now().Before(rs.Expiry) && (rs.RefreshAt.IsZero() || a.now().Before(rs.RefreshAt)) {
 			return rs, nil
+		}
+		if a.shared != nil {
+			return a.refreshShared(ctx, value, key, s)
 		}
 		ns, err := a.refreshSession(ctx, s)
 		if err == nil {

@@ -41,3 +41,32 @@ func BenchmarkAuthenticateSession(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAuthenticateSessionRedis is the cached session check plus the
+// shared revocation check on a real redis-server over loopback.
+func BenchmarkAuthenticateSessionRedis(b *testing.B) {
+	r := startRedis(b)
+	c := testCodec(b, newKey(b))
+	a := &Authenticator{codec: c, now: func() time.Time { return time.Unix(1.9e9, 0) }, logger: zap.NewNop(), cfg: Config{Session: SessionConfig{Refresh: ptr(true)}}}
+	a.sessions, a.refreshed = newCaches(time.Hour)
+	a.revoked = newRevocations(time.Hour)
+	cfg := StoreConfig{Store: StoreRedis, Redis: RedisConfig{Addr: r.addr()}}
+	cfg.setDefaults()
+	a.shared = newShared(newRedisStore(cfg.Redis, zap.NewNop()), cfg.Redis.Timeout, time.Hour, zap.NewNop())
+	b.Cleanup(func() { _ = a.Close() })
+	value, err := c.encode(sessionCookie, &session{ID: "bench", User: "alice", Method: MethodSession, Expiry: time.Unix(2e9, 0)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := httptest.NewRequest(http.MethodGet, "/app/app-1/jobs/", nil)
+	req.AddCookie(&http.Cookie{Name: sessionCookie, Value: value})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok, err := a.Authenticate(req); !ok || err != nil {
+			b.Fatalf("Authenticate = %v, %v; want signed in", ok, err)
+		}
+	}
+	if st := a.shared.stats(); !st.Up || st.Unchecked != 0 {
+		b.Fatalf("store stats %+v; want every check asked of redis", st)
+	}
+}

@@ -141,6 +141,9 @@ type SessionConfig struct {
 	// Refresh renews a session with the provider's refresh token before the
 	// ID token or the session expires. Default: true.
 	Refresh *bool `yaml:"refresh"`
+
+	// StoreConfig (store_config.go): what replicas share.
+	StoreConfig `yaml:",inline"`
 }
 
 // SetDefaults fills every unset field with its default. It reads the
@@ -192,6 +195,7 @@ func (c *Config) SetDefaults() {
 	if s.Refresh == nil {
 		s.Refresh = ptr(true)
 	}
+	s.setDefaults() // StoreConfig's
 }
 
 // Validate reports every problem of a defaulted Config at once; each
@@ -258,6 +262,7 @@ func (c *Config) Validate() []error {
 	if c.Session.TTL <= 0 {
 		add("auth.session.ttl: must be positive")
 	}
+	errs = append(errs, c.Session.validate()...) // StoreConfig's
 	return errs
 }
 

@@ -49,7 +49,7 @@ func (a *Authenticator) serveLogout(w http.ResponseWriter, r *http.Request) erro
 		var s session
 		if err := a.codec.decode(sessionCookie, value, &s); err == nil {
 			idToken, user = s.IDToken, s.User
-			a.revoked.add(s.ID)
+			a.revoke(r.Context(), s.ID)
 			key := sha256.Sum256([]byte(value))
 			a.sessions.Remove(key)
 			a.refreshed.Remove(key)

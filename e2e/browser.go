@@ -31,13 +31,13 @@ type Browser struct {
 }
 
 // NewBrowser starts headless Chromium with a new user-data-dir under dir.
-// Its lifetime is parent's.
-func NewBrowser(parent context.Context, dir string) (*Browser, error) {
+// Its lifetime is parent's. extra adds flags (e.g. host-resolver-rules).
+func NewBrowser(parent context.Context, dir string, extra ...chromedp.ExecAllocatorOption) (*Browser, error) {
 	profile, err := os.MkdirTemp(dir, "chromium-")
 	if err != nil {
 		return nil, fmt.Errorf("creating profile dir: %w", err)
 	}
-	actx, acancel := chromedp.NewExecAllocator(parent,
+	actx, acancel := chromedp.NewExecAllocator(parent, append([]chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(ChromiumPath()),
 		chromedp.UserDataDir(profile),
 		chromedp.Headless,
@@ -50,7 +50,7 @@ func NewBrowser(parent context.Context, dir string) (*Browser, error) {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
-	)
+	}, extra...)...)
 	ctx, cancel := chromedp.NewContext(actx)
 	// The first Run starts the browser; it must not carry a timeout.
 	if err := chromedp.Do(ctx); err != nil {

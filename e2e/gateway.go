@@ -54,6 +54,9 @@ type GatewayOptions struct {
 	// Discovery, when not nil, is the whole discovery section instead of
 	// the one built from LogGlobs and HistoryURL (e.g. only a probe).
 	Discovery map[string]any
+	// PublicURL is public_url when the gateway is reached through
+	// something else (a load balancer); "" means its own URL.
+	PublicURL string
 }
 
 // Gateway is a running sparkgate.
@@ -134,6 +137,9 @@ func StartGateway(ctx context.Context, bin, dir string, opt GatewayOptions) (*Ga
 	}
 	if opt.Policy != nil {
 		cfg["policy"] = opt.Policy
+	}
+	if opt.PublicURL != "" {
+		cfg["public_url"] = opt.PublicURL
 	}
 	data, err := yaml.Marshal(cfg)
 	if err != nil {

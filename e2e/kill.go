@@ -15,6 +15,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 )
 
@@ -310,6 +314,77 @@ func (b *Browser) ScriptKill(pageURL, confirmURL string) (fetchStatus int, after
 	after, err = waitEval(ctx, `!window.__e2eLeft && document.readyState === "complete" ? document.body.innerText : ""`)
 	return fetchStatus, after, err
 }
+
+// ScriptOpen plays a hostile script on the gateway's origin that opens
+// the confirmation page in a popup: on the Spark page pageURL it calls
+// window.open(confirmURL), with the user activation a click on that page
+// would give it, and keeps trying to read the popup's document through the
+// handle window.open returned. seen is what the script got: "read: <text>"
+// if it could read the page, "closed" once the browser has severed the
+// handle, "throws: <error>" if reading threw. popupText is what the popup
+// itself shows, read through DevTools as the person looking at it sees
+// it, and openerKept whether the popup still has window.opener.
+func (b *Browser) ScriptOpen(pageURL, confirmURL string) (seen, popupText string, openerKept bool, err error) {
+	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Navigate(pageURL)); err != nil {
+		return "", "", false, fmt.Errorf("navigating to %s: %w", pageURL, err)
+	}
+	gesture := func(p *runtime.EvaluateParams) { p.UserGesture = ptrTo(true) }
+	opened, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { window.__e2eW = window.open(`+strconv.Quote(confirmURL)+`); return !!window.__e2eW; })()`, gesture))
+	if err != nil {
+		return "", "", false, fmt.Errorf("window.open(%s) from the page: %w", confirmURL, err)
+	}
+	if !opened {
+		return "", "", false, fmt.Errorf("window.open(%s) from the page returned no window (popup blocked?)", confirmURL)
+	}
+	// Until the popup has left about:blank its document is readable and
+	// empty; then it is either the confirmation page (read) or severed.
+	seen, err = waitEval(ctx, `(() => { const w = window.__e2eW;
+		try {
+			const d = w.document, t = d && d.body ? d.body.innerText : "";
+			if (t !== "" || (d && d.querySelector && d.querySelector("input[name=csrf]"))) return "read: " + t.slice(0, 300);
+		} catch (e) { return "throws: " + e.name; }
+		return w.closed ? "closed" : ""; })()`)
+	if err != nil {
+		return "", "", false, fmt.Errorf("reading the popup through its handle: %w", err)
+	}
+	var popup target.ID
+	for popup == "" {
+		infos, err := chromedp.Targets(ctx)
+		if err != nil {
+			return seen, "", false, fmt.Errorf("listing targets: %w", err)
+		}
+		for _, ti := range infos {
+			if ti.Type == "page" && ti.URL == confirmURL {
+				popup = ti.TargetID
+			}
+		}
+		if popup == "" {
+			select {
+			case <-ctx.Done():
+				return seen, "", false, fmt.Errorf("no popup at %s: %w", confirmURL, ctx.Err())
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	pctx, pcancel := chromedp.NewContext(ctx, chromedp.WithTargetID(popup))
+	defer pcancel()
+	if popupText, err = waitEval(pctx, `document.readyState === "complete" && document.querySelector("form input[name=csrf]") ? document.body.innerText : ""`); err != nil {
+		return seen, "", false, fmt.Errorf("reading the popup itself: %w", err)
+	}
+	openerKept, err = chromedp.Run(pctx, chromedp.Evaluate[bool](`window.opener !== null`))
+	if err != nil {
+		return seen, popupText, false, fmt.Errorf("reading the popup's opener: %w", err)
+	}
+	_ = chromedp.Do(pctx, func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		_, err := cdp.Call(ctx, t, page.Close, cdp.Empty{})
+		return chromedp.Void{}, err
+	})
+	return seen, popupText, openerKept, nil
+}
+
+func ptrTo[T any](v T) *T { return &v }
 
 // clickAndLeave marks the current document (window.__e2eLeft, gone once
 // the browser has navigated away) and clicks the element sel with the

@@ -524,6 +524,19 @@ func (s *suite) checkConfirm(t *testing.T, e *killEnv) {
 	if j := driverJob(ctx, t, e.d, e.jobID); j.Status != "RUNNING" {
 		t.Fatalf("job %d is %s after a script's confirmation; want RUNNING", e.jobID, j.Status)
 	}
+	// A script on a Spark page opens the confirmation page with
+	// window.open (a navigation, which fetch metadata lets through): the
+	// page's Cross-Origin-Opener-Policy gives it a browsing context group
+	// of its own, so the script's handle is severed and cannot read the
+	// token, while the popup itself shows the working page.
+	seen, popupText, openerKept, err := b.ScriptOpen(prefix+"/jobs/", killURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("modify-acl: a script's window.open of the confirmation page saw %q; the popup shows %q, opener kept: %v", seen, firstLine(popupText, fmt.Sprintf("Kill job %d?", e.jobID)), openerKept)
+	if strings.HasPrefix(seen, "read:") || !strings.Contains(popupText, fmt.Sprintf("Kill job %d?", e.jobID)) || openerKept {
+		t.Errorf("window.open of the confirmation page: the opener saw %.200q, the popup shows %.200q, opener kept %v; want a severed handle, the page in the popup, no opener", seen, popupText, openerKept)
+	}
 	k, err := b.ConfirmKill(prefix+"/jobs/", e.jobID)
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -56,6 +57,11 @@ type Config struct {
 	// 4 closes idle connections after 8s (SPARK-45248); closing ours first
 	// avoids sending a request on a connection the driver is closing.
 	IdleConnTimeout time.Duration `yaml:"idle_conn_timeout"`
+	// AppDomain, when set ("apps.example.com"), serves each app on a host
+	// of its own, <app-id>.<app_domain> (wildcard DNS and certificate), so
+	// that one driver's page cannot script another app or the gateway's
+	// pages. Default "": every app under /app/<id>/ on the main origin.
+	AppDomain string `yaml:"app_domain"`
 }
 
 // DefaultConfig returns the configuration with every default applied.
@@ -101,7 +107,29 @@ func (c *Config) Validate() []error {
 			errs = append(errs, fmt.Errorf("%s: must be positive, got %v", d.key, d.v))
 		}
 	}
+	if c.AppDomain != "" && !validAppDomain(c.AppDomain) {
+		errs = append(errs, fmt.Errorf("proxy.app_domain: %q must be a lower-case DNS name with a dot, without scheme or port", c.AppDomain))
+	}
 	return errs
+}
+
+// validAppDomain accepts lower-case DNS names of two labels or more.
+func validAppDomain(d string) bool {
+	labels := strings.Split(d, ".")
+	if len(labels) < 2 || len(d) > 200 {
+		return false
+	}
+	for _, l := range labels {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(l); i++ {
+			if c := l[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 var errNoRegistry = errors.New("proxy: Options.Registry is nil")

@@ -41,6 +41,9 @@ type reqState struct {
 	// killApp is the live app whose pages may carry kill confirmation
 	// links (proxy.kill modify-acl); nil otherwise.
 	killApp *discovery.App
+	// onAppHost says the request came to an app's own host
+	// (Config.AppDomain), not to the main origin.
+	onAppHost bool
 }
 
 type stateKey struct{}
@@ -189,6 +192,13 @@ func setPageHeaders(h http.Header) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
+	// A gateway page opened by a script of the shared origin (a driver's
+	// page calling window.open) gets a browsing context group of its own:
+	// the script's handle on it is severed, so it cannot read the kill
+	// confirmation's token or the index. Upstreams' own COOP headers are
+	// dropped (originHeaders), so no driver page can match this one.
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	h.Set("Cross-Origin-Resource-Policy", "same-origin")
 }
 
 func contextWithState(ctx context.Context, st *reqState) context.Context {

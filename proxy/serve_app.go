@@ -33,6 +33,15 @@ func (s *Server) serveApp(w http.ResponseWriter, r *http.Request, st *reqState) 
 			redirect(w, r, "/proxy/"+app.ID+rt.Path)
 			return nil
 		}
+		if s.cfg.AppDomain != "" && !st.onAppHost {
+			// Served on the app's own host only: hand the user over.
+			path := rt.Path
+			if rt.Kind == KindProxy {
+				path = rt.Prefix + rt.Path
+			}
+			s.handOff(w, r, st, app.ID, path)
+			return nil
+		}
 		st.prefix = rt.Prefix
 		if app.ProxyBase == "" {
 			st.xfc = rt.Prefix

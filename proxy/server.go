@@ -70,6 +70,9 @@ type Options struct {
 	// Metrics, when not nil, counts decisions, kill-guard refusals and
 	// upstream failures (requests themselves are counted by Middleware).
 	Metrics *Metrics
+	// PublicURL is the main origin's URL ("https://spark.example.com");
+	// required with Config.AppDomain, whose hosts take its scheme and port.
+	PublicURL string
 }
 
 // Server is the gateway's handler for every path except /oauth2/. It is
@@ -97,6 +100,10 @@ type Server struct {
 	static    http.Handler
 	upstreams *upstreams
 	now       func() time.Time
+	// publicURL is where users reach the main origin; app hosts
+	// (Config.AppDomain) take its scheme and port.
+	publicURL *url.URL
+	nonces    handoffNonces
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -165,6 +172,13 @@ func New(o Options) (*Server, error) {
 		s.hsNames = append(s.hsNames, name)
 	}
 	sort.Strings(s.hsNames)
+	if cfg.AppDomain != "" {
+		u, err := url.Parse(o.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("proxy: app_domain needs the public URL (http(s)://host[:port]), got %q", o.PublicURL)
+		}
+		s.publicURL = u
+	}
 	tr := newTransport(cfg)
 	// Dial the address discovery verified for a driver, never a fresh DNS
 	// answer for its host name (discovery.Snapshot.Pin).
@@ -182,6 +196,24 @@ func New(o Options) (*Server, error) {
 // ServeHTTP answers one request: gateway endpoints without sign-in, then
 // routing, sign-in, the kill guard, lookup, authorization and proxying.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	st := stateFrom(r.Context())
+	if st == nil {
+		// Without Middleware (tests, embedding): carry our own state.
+		st = &reqState{}
+		r = r.WithContext(contextWithState(r.Context(), st))
+	}
+	if isServiceWorkerFetch(r) {
+		// Neither the gateway nor any upstream serves a service worker:
+		// one registered on the shared origin would outlive its app.
+		s.writeError(w, r, st, &httpError{Status: http.StatusForbidden, Title: "Refused by sparkgate",
+			Msg: "service workers are not served through sparkgate"})
+		return
+	}
+	if id, ok := s.appHostID(r.Host); ok {
+		st.onAppHost = true
+		s.serveAppHost(w, r, st, id)
+		return
+	}
 	switch p := r.URL.Path; {
 	case p == "/_/healthz":
 		s.healthz(w, r)
@@ -192,12 +224,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(p, "/_/static/"):
 		s.static.ServeHTTP(w, r)
 		return
-	}
-	st := stateFrom(r.Context())
-	if st == nil {
-		// Without Middleware (tests, embedding): carry our own state.
-		st = &reqState{}
-		r = r.WithContext(contextWithState(r.Context(), st))
 	}
 	if err := s.serve(w, r, st); err != nil {
 		s.writeError(w, r, st, err)

@@ -159,10 +159,19 @@ func (u *upstreams) newReverseProxy(t *upstreamTarget) *httputil.ReverseProxy {
 			pr.Out.URL.RawPath = ""
 			pr.SetURL(base)
 			pr.Out.URL.RawQuery = StripRequest(pr.Out.Header, pr.In.URL.RawQuery)
-			// The client's encodings are not the gateway's: the Transport
-			// asks for none (see newTransport), so the HTML stripper reads
-			// plain HTML; Compress encodes the answer for the client.
-			pr.Out.Header.Del("Accept-Encoding")
+			// An allowlist on top of StripRequest's denylist: a header
+			// nobody thought of does not reach Spark either. It also drops
+			// Accept-Encoding: the client's encodings are not the
+			// gateway's; the Transport asks for none (see newTransport),
+			// so the HTML stripper reads plain HTML, and Compress encodes
+			// the answer for the client.
+			filterRequestHeaders(pr.Out.Header)
+			// Only GET and HEAD get here (the guard refuses the rest), and
+			// Spark reads no body of theirs: none is sent, so nothing the
+			// client put there reaches a filter in front of Spark.
+			pr.Out.Body = http.NoBody
+			pr.Out.ContentLength = 0
+			pr.Out.TransferEncoding = nil
 			if st.xfc != "" {
 				pr.Out.Header.Set("X-Forwarded-Context", st.xfc)
 			}
@@ -218,24 +227,19 @@ func (d decodedBody) Close() error {
 // it is safer than passing kill links through.
 var errEncodedHTML = errors.New("upstream sent HTML with a content encoding the gateway did not ask for")
 
-// errRedirectAway is returned for a live app's redirect to another server.
-// Spark's own redirects stay on the driver; what sends a browser elsewhere
-// is something in front of it, such as a YARN ResourceManager's web proxy
-// once the app has finished (to its app page, or the History Server it
-// knows). Passing that on would send users past the gateway to an
-// internal host.
+// errRedirectAway is returned for an upstream's redirect (or Refresh)
+// that a browser would follow out of the gateway: to another server, to
+// the upstream's own address under another scheme, to javascript:.
+// Spark's own redirects stay on the driver; what sends a browser
+// elsewhere is something in front of it, such as a YARN ResourceManager's
+// web proxy once the app has finished (to its app page, or the History
+// Server it knows), or a hostile upstream. Passing that on would send
+// users past the gateway to an internal host, or to any site with the
+// gateway's page as its referrer.
 var errRedirectAway = errors.New("upstream redirected outside itself")
 
 func isRedirect(status int) bool {
 	return status >= 300 && status < 400 && status != http.StatusNotModified
-}
-
-// leavesUpstream reports whether a Location, already rewritten by
-// RewriteLocation, still names a server: every Location of the upstream
-// itself has become a gateway path by then.
-func leavesUpstream(loc string) bool {
-	u, err := url.Parse(loc)
-	return err == nil && u.Host != ""
 }
 
 func (s *Server) modifyResponse(resp *http.Response) error {
@@ -243,18 +247,14 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 	h := resp.Header
 	// Every app shares the gateway's origin: a driver (any user can start
 	// one) must not set or overwrite cookies there, the gateway's session
-	// among them. Spark's UI sets none.
-	h.Del("Set-Cookie")
-	for _, name := range [...]string{"Location", "Content-Location"} {
-		if v := h.Get(name); v != "" {
-			h.Set(name, RewriteLocation(v, st.upstream.base, st.prefix))
-		}
-	}
-	if v := h.Get("Refresh"); v != "" {
-		h.Set("Refresh", rewriteRefresh(v, st.upstream.base, st.prefix))
-	}
-	if st.suspectID != "" && isRedirect(resp.StatusCode) && leavesUpstream(h.Get("Location")) {
-		return errRedirectAway
+	// among them, nor change the origin as a whole. Spark's UI sends none
+	// of these headers.
+	dropOriginHeaders(h)
+	// Redirects and refreshes are judged as a browser reads them; one
+	// that would leave the gateway, for another server or a driver's own
+	// address, never reaches the browser.
+	if err := rewriteLocations(resp, st.prefix); err != nil {
+		return err
 	}
 	if !isHTML(h.Get("Content-Type")) || resp.Request.Method == http.MethodHead ||
 		resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
@@ -320,15 +320,6 @@ func isToken(s string) bool {
 	return true
 }
 
-// rewriteRefresh rewrites the URL of a "N; url=..." Refresh header.
-func rewriteRefresh(v string, base *url.URL, prefix string) string {
-	i := strings.Index(strings.ToLower(v), "url=")
-	if i < 0 {
-		return v
-	}
-	return v[:i+4] + RewriteLocation(strings.TrimSpace(v[i+4:]), base, prefix)
-}
-
 // chunkPool holds the reverse proxy's 32 KiB copy buffers.
 var chunkPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
@@ -357,7 +348,12 @@ func (s *Server) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 		// seen it end and the bookmark leads to the History Server.
 		he.Status = http.StatusServiceUnavailable
 		he.Title = "Application may have finished"
-		he.Msg = fmt.Sprintf("%s of %s sent the browser to a server outside the gateway, as a YARN ResourceManager does once an application has finished; this page reloads itself", st.upstream.label, appLabel(st))
+		if st.suspectID != "" {
+			he.Msg = fmt.Sprintf("%s of %s sent the browser to a server outside the gateway, as a YARN ResourceManager does once an application has finished; this page reloads itself", st.upstream.label, appLabel(st))
+		} else {
+			he.Title = "Redirect refused"
+			he.Msg = fmt.Sprintf("%s sent the browser to a server outside the gateway; this page reloads itself", st.upstream.label)
+		}
 		he.RetryAfter = 5
 	case upstreamEncodedHTML:
 		he.Title = "Unsafe upstream answer"

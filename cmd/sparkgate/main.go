@@ -63,6 +63,9 @@ func mainErr(args []string) error {
 		fmt.Println("config ok")
 		return nil
 	}
+	// The configuration is not reloaded in place: a SIGHUP (sent by habit,
+	// or by a closed terminal) must not stop the gateway.
+	signal.Ignore(syscall.SIGHUP)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return run(ctx, cfg)

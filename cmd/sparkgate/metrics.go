@@ -15,11 +15,12 @@ import (
 
 // newMetricsServer builds the gateway's metrics (plus discovery's, the Go
 // runtime's and the process's) and the server that exposes them at
-// /metrics on addr.
-func newMetricsServer(addr string, apps *discovery.Registry, disc *discovery.Discoverer, logger *zap.Logger) (*proxy.Metrics, *http.Server, error) {
+// /metrics on addr. extra are further collectors (the session store's).
+func newMetricsServer(addr string, apps *discovery.Registry, disc *discovery.Discoverer, logger *zap.Logger, extra ...prometheus.Collector) (*proxy.Metrics, *http.Server, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		sourcesCollector{disc})
+	reg.MustRegister(extra...)
 	m, err := proxy.NewMetrics(reg, apps)
 	if err != nil {
 		return nil, nil, err

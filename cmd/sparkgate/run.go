@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net"
@@ -35,6 +33,16 @@ func run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("starting auth: %w", err)
 	}
 
+	defer func() {
+		if err := authn.Close(); err != nil {
+			logger.Warn("closing the session store", zap.Error(err))
+		}
+	}()
+	csrf, err := csrfKey(cfg.Auth.Session)
+	if err != nil {
+		return err
+	}
+
 	reg := discovery.NewRegistry()
 	disc := discovery.New(cfg.Discovery, reg, logger.Named("discovery"))
 
@@ -54,7 +62,7 @@ func run(ctx context.Context, cfg Config) error {
 	var metrics *proxy.Metrics
 	var metricsSrv *http.Server
 	if cfg.MetricsListen != "" {
-		if metrics, metricsSrv, err = newMetricsServer(cfg.MetricsListen, reg, disc, logger); err != nil {
+		if metrics, metricsSrv, err = newMetricsServer(cfg.MetricsListen, reg, disc, logger, storeCollector{authn}); err != nil {
 			return err
 		}
 	}
@@ -71,11 +79,12 @@ func run(ctx context.Context, cfg Config) error {
 		IsAdmin:        isAdmin(cfg.Policy),
 		Sources:        describeSources(cfg.Discovery),
 		SourceHealth:   disc.Sources,
-		CSRFKey:        csrfKey(),
+		CSRFKey:        csrf,
 		SecureCookies:  strings.HasPrefix(cfg.PublicURL, "https://"),
 		Logger:         logger.Named("proxy"),
 		Audit:          logger.Named("audit"),
 		Metrics:        metrics,
+		PublicURL:      cfg.PublicURL,
 	})
 	if err != nil {
 		return fmt.Errorf("starting proxy: %w", err)
@@ -85,7 +94,8 @@ func run(ctx context.Context, cfg Config) error {
 	// before the proxy sees them, and the kill guard must judge the path the
 	// client sent, refusing ambiguous spellings with 400 rather than
 	// rewriting them.
-	authHandler := authn.Handler()
+	// Sign-in pages get the isolation headers of the gateway's own pages.
+	authHandler := proxy.PageHeaders(authn.Handler())
 	app := authn.Middleware(srv)
 	if cfg.Proxy.Compress {
 		if app, err = proxy.Compress(app); err != nil {
@@ -93,7 +103,8 @@ func run(ctx context.Context, cfg Config) error {
 		}
 	}
 	mux := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/oauth2/") {
+		// An app's own host (proxy.app_domain) serves that app alone.
+		if strings.HasPrefix(r.URL.Path, "/oauth2/") && !srv.IsAppHost(r.Host) {
 			authHandler.ServeHTTP(w, r)
 			return
 		}
@@ -221,16 +232,11 @@ func describeSources(c discovery.Config) []string {
 	return out
 }
 
-// csrfKey derives the kill-confirmation CSRF key from the session keys, so
-// that replicas sharing SPARKGATE_SESSION_KEYS accept each other's forms.
-// Without session keys (local mode) the proxy picks a random key.
-func csrfKey() []byte {
-	keys := os.Getenv(auth.EnvSessionKeys)
-	if keys == "" {
-		return nil
-	}
-	first, _, _ := strings.Cut(keys, ",")
-	mac := hmac.New(sha256.New, []byte(strings.TrimSpace(first)))
-	mac.Write([]byte("sparkgate kill-confirmation csrf"))
-	return mac.Sum(nil)
+// csrfKey derives the kill-confirmation CSRF key from the session keys,
+// wherever they were configured (the file or SPARKGATE_SESSION_KEYS), so
+// that replicas sharing them accept each other's confirmation forms.
+// Without session keys (local mode) it is nil and the proxy picks a random
+// key.
+func csrfKey(c auth.SessionConfig) ([]byte, error) {
+	return auth.DeriveKey(c, "kill-confirmation csrf")
 }

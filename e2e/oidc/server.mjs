@@ -90,6 +90,9 @@ const configuration = {
   // Issue a refresh token whenever the client may use the grant; by default
   // oidc-provider drops offline_access unless the login asked for consent.
   issueRefreshToken: async (ctx, client) => client.grantTypeAllowed('refresh_token'),
+  // OIDC_ROTATE_REFRESH_TOKEN=1: every refresh spends the refresh token and
+  // issues a new one; using a spent one is refused (and ends the grant).
+  ...(process.env.OIDC_ROTATE_REFRESH_TOKEN === '1' ? { rotateRefreshToken: true } : {}),
   extraTokenClaims: async (ctx, token) => {
     if (token.kind === 'ClientCredentials') {
       if (token.clientId === 'api-client-eng') {
@@ -123,7 +126,9 @@ const configuration = {
   ttl: {
     AccessToken: 600,
     ClientCredentials: 600,
-    IdToken: 600,
+    // OIDC_ID_TOKEN_TTL (seconds) shortens ID tokens, so that a test sees
+    // sessions renewed with the refresh token.
+    IdToken: Number(process.env.OIDC_ID_TOKEN_TTL || 600),
     RefreshToken: 3600,
     Interaction: 600,
     Session: 3600,

@@ -1,0 +1,256 @@
+package proxy
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Per-app origins (Config.AppDomain): each app is served on a host of its
+// own, <app-id>.<app_domain>, so that a page one driver serves runs its
+// scripts on an origin no other app and no gateway page shares. The main
+// origin keeps the index, the History Servers' views and sign-in; its
+// /app/<id>/… and /proxy/<id>/… hand the signed-in user over to the app's
+// host with a one-time token, and the app's host answers it with a cookie
+// of its own (host-only: no Domain attribute), bound to that app alone.
+
+// appCookie is the app host's own session cookie. Its name starts with
+// CookiePrefix, so it never reaches Spark.
+const appCookie = CookiePrefix + "_app"
+
+// Lifetimes of the hand-off token (one redirect) and of an app host's
+// cookie. Signing out on the main origin does not reach app hosts: their
+// cookie expires within appCookieTTL, and is then renewed only through a
+// main-origin session.
+const (
+	handoffTTL   = 30 * time.Second
+	appCookieTTL = 30 * time.Minute
+)
+
+// handoffPath is the one gateway path on an app host besides /_/static/.
+const handoffPath = "/_/handoff"
+
+// appHostID returns the app id that host (a Host header, with or without a
+// port) names under the app domain.
+func (s *Server) appHostID(host string) (string, bool) {
+	if s.cfg.AppDomain == "" {
+		return "", false
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	id, ok := strings.CutSuffix(host, "."+s.cfg.AppDomain)
+	if !ok || !ValidAppID(id) {
+		return "", false
+	}
+	return id, true
+}
+
+// IsAppHost reports whether a request's Host is an app's own host, so
+// that the caller sends every path there (sign-in ones too) to the Server.
+func (s *Server) IsAppHost(host string) bool {
+	_, ok := s.appHostID(host)
+	return ok
+}
+
+// appOrigin is the origin of an app's host: the public URL's scheme and
+// port, the app's name under the app domain.
+func (s *Server) appOrigin(id string) string {
+	host := id + "." + s.cfg.AppDomain
+	if p := s.publicURL.Port(); p != "" {
+		host = net.JoinHostPort(host, p)
+	}
+	return s.publicURL.Scheme + "://" + host
+}
+
+// appClaims is what a hand-off token and an app host's cookie carry.
+type appClaims struct {
+	App    string   `json:"a"`
+	User   string   `json:"u"`
+	Groups []string `json:"g,omitempty"`
+	Method string   `json:"m,omitempty"`
+	Exp    int64    `json:"e"`
+	// Hand-off only: where to go on the app host, and the nonce that
+	// makes the token good for one use.
+	Path  string `json:"p,omitempty"`
+	Nonce string `json:"n,omitempty"`
+}
+
+// sealClaims signs c for purpose ("handoff" or "cookie"), which keeps a
+// token from being used as a cookie and the other way round.
+func (s *Server) sealClaims(purpose string, c appClaims) string {
+	b, _ := json.Marshal(c) // plain strings and numbers
+	p := base64.RawURLEncoding.EncodeToString(b)
+	return p + "." + s.claimsMAC(purpose, p)
+}
+
+func (s *Server) claimsMAC(purpose, payload string) string {
+	m := hmac.New(sha256.New, s.csrfKey)
+	m.Write([]byte("app-host\x00" + purpose + "\x00" + payload))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// openClaims verifies v for purpose, app and time; ok is false for
+// anything forged, expired or for another app.
+func (s *Server) openClaims(purpose, v, app string) (appClaims, bool) {
+	var c appClaims
+	p, mac, ok := strings.Cut(v, ".")
+	if !ok || !hmac.Equal([]byte(mac), []byte(s.claimsMAC(purpose, p))) {
+		return c, false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(p)
+	if err != nil || json.Unmarshal(b, &c) != nil {
+		return c, false
+	}
+	if c.App != app || c.User == "" || s.now().Unix() > c.Exp {
+		return c, false
+	}
+	return c, true
+}
+
+// handoffNonces remembers used hand-off nonces until their token expires.
+type handoffNonces struct {
+	mu   sync.Mutex
+	used map[string]int64 // nonce -> expiry (unix seconds)
+}
+
+// use reports whether nonce is fresh, and marks it used.
+func (n *handoffNonces) use(nonce string, exp, now int64) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.used == nil {
+		n.used = make(map[string]int64)
+	}
+	if len(n.used) > 4096 {
+		for k, e := range n.used {
+			if e < now {
+				delete(n.used, k)
+			}
+		}
+	}
+	if _, seen := n.used[nonce]; seen {
+		return false
+	}
+	n.used[nonce] = exp
+	return true
+}
+
+// handOff answers a main-origin request for an app's page (already
+// authorized) with a redirect to the app's host, carrying a one-time
+// token for the signed-in user.
+func (s *Server) handOff(w http.ResponseWriter, r *http.Request, st *reqState, id, path string) {
+	nonce := make([]byte, 16)
+	_, _ = rand.Read(nonce)
+	if r.URL.RawQuery != "" {
+		path += "?" + r.URL.RawQuery
+	}
+	tok := s.sealClaims("handoff", appClaims{
+		App: id, User: st.ident.User, Groups: st.ident.Groups, Method: st.ident.Method,
+		Exp: s.now().Add(handoffTTL).Unix(), Path: path, Nonce: base64.RawURLEncoding.EncodeToString(nonce),
+	})
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	w.Header().Set("Location", s.appOrigin(id)+handoffPath+"?t="+url.QueryEscape(tok))
+	w.WriteHeader(http.StatusFound)
+}
+
+// serveAppHost answers every request to an app's host: the hand-off, the
+// gateway's static files, and the app itself (the driver while it runs;
+// the main origin's view once it has finished).
+func (s *Server) serveAppHost(w http.ResponseWriter, r *http.Request, st *reqState, id string) {
+	if strings.HasPrefix(r.URL.Path, "/_/static/") {
+		s.static.ServeHTTP(w, r)
+		return
+	}
+	if err := s.serveAppHostPath(w, r, st, id); err != nil {
+		s.writeError(w, r, st, err)
+	}
+}
+
+func (s *Server) serveAppHostPath(w http.ResponseWriter, r *http.Request, st *reqState, id string) error {
+	st.appID = id
+	if r.URL.Path == handoffPath {
+		return s.acceptHandOff(w, r, st, id)
+	}
+	if r.URL.Path == "/oauth2/logout" {
+		// The "sign out" link of the gateway's pages shown on this host:
+		// this host's cookie goes, and the main origin signs out.
+		http.SetCookie(w, &http.Cookie{Name: appCookie, Value: "", Path: "/", MaxAge: -1, //nolint:gosec // G124: a deletion; attributes as when set
+			HttpOnly: true, Secure: s.publicURL.Scheme == "https", SameSite: http.SameSiteLaxMode})
+		w.Header().Set("Location", s.publicURL.Scheme+"://"+s.publicURL.Host+"/oauth2/logout")
+		w.WriteHeader(http.StatusSeeOther)
+		return nil
+	}
+	p, err := CanonicalPath(r.URL.EscapedPath())
+	if err != nil {
+		return err
+	}
+	rt := Route{Kind: KindApp, AppID: id, Path: p}
+	if rest, ok := strings.CutPrefix(p, "/proxy/"+id); ok && (rest == "" || rest[0] == '/') {
+		// A driver with spark.ui.proxyBase links under /proxy/<id>.
+		if rest == "" {
+			rest = "/"
+		}
+		rt = Route{Kind: KindProxy, AppID: id, Prefix: "/proxy/" + id, Path: rest}
+	}
+	st.route, st.routed = rt, true
+	st.json = wantsJSON(r, rt)
+	c, err := r.Cookie(appCookie)
+	var claims appClaims
+	ok := false
+	if err == nil {
+		claims, ok = s.openClaims("cookie", c.Value, id)
+	}
+	app, known := s.reg.Lookup(id)
+	if !ok || !known || !app.Live() {
+		// No session on this host yet (or it expired), or nothing live to
+		// serve here: the main origin signs in, hands off again, or shows
+		// the History Server's view.
+		back := s.publicURL.Scheme + "://" + s.publicURL.Host + "/app/" + id + rt.Prefix + rt.Path
+		if rt.Kind == KindProxy {
+			back = s.publicURL.Scheme + "://" + s.publicURL.Host + rt.Prefix + rt.Path
+		}
+		redirect(w, r, back)
+		return nil
+	}
+	st.ident = Identity{User: claims.User, Groups: claims.Groups, Method: claims.Method}
+	st.user = claims.User
+	return s.serveApp(w, r, st)
+}
+
+// acceptHandOff turns a hand-off token into the app host's cookie and
+// sends the browser on to the page it asked for.
+func (s *Server) acceptHandOff(w http.ResponseWriter, r *http.Request, st *reqState, id string) error {
+	c, ok := s.openClaims("handoff", r.URL.Query().Get("t"), id)
+	if ok {
+		ok = s.nonces.use(c.Nonce, c.Exp, s.now().Unix())
+	}
+	if !ok || !strings.HasPrefix(c.Path, "/") || strings.HasPrefix(c.Path, "//") {
+		s.log.Info("hand-off refused", zap.String("request_id", st.requestID), zap.String("app_id", id))
+		return &httpError{Status: http.StatusForbidden, Title: "Sign-in expired", AppID: id,
+			Msg: "this sign-in link was used already or has expired; open the application from the index again"}
+	}
+	http.SetCookie(w, &http.Cookie{ //nolint:gosec // G124: HttpOnly and SameSite=Lax always; Secure when the public URL is https
+		Name:  appCookie,
+		Value: s.sealClaims("cookie", appClaims{App: id, User: c.User, Groups: c.Groups, Method: c.Method, Exp: s.now().Add(appCookieTTL).Unix()}),
+		// No Domain: the cookie is this app's host's alone.
+		Path: "/", MaxAge: int(appCookieTTL / time.Second),
+		HttpOnly: true, Secure: s.publicURL.Scheme == "https", SameSite: http.SameSiteLaxMode,
+	})
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	w.Header().Set("Location", c.Path)
+	w.WriteHeader(http.StatusFound)
+	return nil
+}
