@@ -97,25 +97,31 @@ func TestHelperSuite(_ *testing.T) {
 		ch <- started{p, syscall.Gettid()}
 	}()
 	s := <-ch
+	child := s.p.Cmd.Process.Pid
 	for {
 		if _, err := os.Stat(fmt.Sprintf("/proc/self/task/%d", s.tid)); os.IsNotExist(err) {
 			break // the thread that asked for the child has ended
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	for range 50 { // give a Pdeathsig tied to that thread time to land
-		if !running(s.p.Cmd.Process.Pid) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 	var grandchild string
-	for grandchild == "" {
+	for grandchild == "" && !s.p.Exited() {
 		b, _ := os.ReadFile(filepath.Join(dir, "sleeper.log"))
 		_, grandchild, _ = strings.Cut(strings.TrimSpace(string(b)), "GRANDCHILD=")
 		time.Sleep(10 * time.Millisecond)
 	}
-	fmt.Printf("CHILD=%d %s\n", s.p.Cmd.Process.Pid, grandchild)
+	// The child has exec'd its sleep (or died): only then does running()
+	// tell the two apart.
+	for !s.p.Exited() && !running(child) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	for range 50 { // give a Pdeathsig tied to that thread time to land
+		if s.p.Exited() {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	fmt.Printf("CHILD=%d %s\n", child, grandchild)
 	select {} // until killed
 }
 
