@@ -223,6 +223,30 @@ var killSpellings = []string{
 	"/jobs/job/kill\t/?id=J",
 	"/jobs/job/kill%u002F?id=J",
 	"/jobs/job/kill/%20?id=J",
+	// Disguises: dots, spaces and zero-width or format characters around
+	// or inside the word, Unicode case and compatibility forms.
+	"/jobs/job/kill./?id=J",
+	"/jobs/job/kill.?id=J",
+	"/jobs/job/kill../?id=J",
+	"/jobs/job/kill%2E/?id=J",
+	"/stages/stage/kill./?id=S",
+	"/jobs/job/kill%20./?id=J",
+	"/jobs/job/kill%E2%80%8B/?id=J",
+	"/jobs/job/%E2%80%8Bkill?id=J",
+	"/jobs/job/ki%E2%80%8Cll/?id=J",
+	"/jobs/job/kill%C2%AD/?id=J",
+	"/jobs/job/kill%EF%BB%BF/?id=J",
+	"/jobs/job/k%C4%B1ll/?id=J",
+	"/jobs/job/K%C4%B0LL/?id=J",
+	"/jobs/job/%EF%BD%8B%EF%BD%89%EF%BD%8C%EF%BD%8C/?id=J",
+	"/stages/stage/%EF%BC%AB%EF%BC%A9%EF%BC%AC%EF%BC%AC?id=S",
+	"/jobs/job/%E2%84%AAill/?id=J",
+	"/jobs/job/kill%E3%80%82/?id=J",
+	"/jobs/hold./",
+	"/jobs/resume%E2%80%8B/",
+	"/jobs/%EF%BD%88old/",
+	"/jobs/job/killall./?id=J",
+	"/executors/decommiss%C4%B1on/",
 }
 
 func (e *killEnv) ids(s string) string {
@@ -244,7 +268,8 @@ func (e *killEnv) cases() []killCase {
 		}
 	}
 	api := "/api/v1/applications/" + e.d.AppID
-	for _, sp := range []string{"/jobs/job/kill/?id=J", "/stages/stage/kill/?id=S", "/jobs/J/kill", "/stages/S/kill", "/jobs/%6Bill?id=J"} {
+	for _, sp := range []string{"/jobs/job/kill/?id=J", "/stages/stage/kill/?id=S", "/jobs/J/kill", "/stages/S/kill", "/jobs/%6Bill?id=J",
+		"/jobs/J/kill.", "/stages/S/k%C4%B1ll", "/jobs/job/%EF%BD%8B%EF%BD%89%EF%BD%8C%EF%BD%8C/?id=J"} {
 		t := strings.NewReplacer("/J/", fmt.Sprintf("/%d/", e.jobID), "/S/", fmt.Sprintf("/%d/", e.stageID)).Replace(sp)
 		out = append(out, killCase{route: "api", label: sp, target: e.ids(api + t), host: gwHost})
 	}
@@ -253,6 +278,9 @@ func (e *killEnv) cases() []killCase {
 		{"http://<driver>/app/<id>/jobs/job/kill/?id=J", "http://" + drvHost + "/app/" + e.d.AppID + "/jobs/job/kill/?id=J", gwHost},
 		{"http://<driver>/app/<id>/stages/stage/kill/?id=S (Host: driver)", "http://" + drvHost + "/app/" + e.d.AppID + "/stages/stage/kill/?id=S", drvHost},
 		{"http://<driver>/proxy/<id>/jobs/job/%6Bill?id=J", "http://" + drvHost + "/proxy/" + e.d.AppID + "/jobs/job/%6Bill?id=J", gwHost},
+		{"http://<gw>/app/<id>/jobs/job/kill./?id=J", "http://" + gwHost + "/app/" + e.d.AppID + "/jobs/job/kill./?id=J", gwHost},
+		{"http://<gw>/proxy/<id>/jobs/job/kill%E2%80%8B/?id=J", "http://" + gwHost + "/proxy/" + e.d.AppID + "/jobs/job/kill%E2%80%8B/?id=J", gwHost},
+		{"http://<gw>/app/<id>/stages/stage/K%C4%B0LL/?id=S", "http://" + gwHost + "/app/" + e.d.AppID + "/stages/stage/K%C4%B0LL/?id=S", gwHost},
 	} {
 		out = append(out, killCase{route: "absolute", label: a.label, target: e.ids(a.target), host: a.host})
 	}

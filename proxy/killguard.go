@@ -23,34 +23,26 @@ type Guard struct {
 	AllowThreadDump    bool
 }
 
-// stateChanging are path segments that, compared case-insensitively, make
-// a path refused whatever the method: every Spark kill/hold/resume handler
-// (driver /jobs/job/kill, /stages/stage/kill, /jobs/hold, /jobs/resume;
-// Master /app/kill, /driver/kill, /workers/kill, /app/hold, /app/resume;
-// REST submission kill and killall) has one of them as a segment.
-var stateChanging = []string{"kill", "killall", "hold", "resume", "decommission"}
-
 // Check judges a canonical upstream path (as in Route.Path) and the method.
-// Only GET and HEAD are ever let through. Segments are trimmed of white
-// space (strings.TrimSpace) and compared with
-// strings.EqualFold, which also folds a few non-ASCII letters (the Kelvin
-// sign folds to k): that only refuses more.
+// Only GET and HEAD are ever let through. A segment that spells a word of
+// killWords in any disguise isKillSegment sees through ("kill.",
+// "kill\u200b", "k\u0131ll", fullwidth letters) refuses the path. The other
+// segments are trimmed of white space (strings.TrimSpace) and compared with
+// strings.EqualFold.
 func (g Guard) Check(method, canonicalPath string) (blocked bool, reason string) {
 	inAPI := false
 	rest := canonicalPath
 	for rest != "" {
 		var seg string
 		seg, rest, _ = strings.Cut(rest, "/")
-		// Surrounding white space ("kill%20") is refused with the word:
-		// a server that trims it would route to the handler.
+		if isKillSegment(seg) {
+			return true, ReasonStateChanging
+		}
+		// Surrounding white space ("threadDump%20") is refused with the
+		// word: a server that trims it would route to the handler.
 		seg = strings.TrimSpace(seg)
 		if seg == "" {
 			continue
-		}
-		for _, w := range stateChanging {
-			if strings.EqualFold(seg, w) {
-				return true, ReasonStateChanging
-			}
 		}
 		switch {
 		case strings.EqualFold(seg, "heapHistogram"):

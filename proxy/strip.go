@@ -7,19 +7,22 @@ import (
 	"golang.org/x/net/html"
 )
 
-// maxTokenBuf bounds what the tokenizer may hold for one token. Spark pages
-// have large inline scripts (timeline data) but no single token near this;
-// a longer token is passed through in pieces (see next).
+// maxTokenBuf bounds what the tokenizer may hold for one token, and the
+// longest tag the fast path reads itself. Spark pages have large inline
+// scripts (timeline data) but no single token near this; a longer token is
+// passed through in pieces (see next).
 const maxTokenBuf = 1 << 20
 
 var errStripperClosed = errors.New("html stripper: read after close")
 
 // NewStrippingReader returns a reader of the HTML read from src with the
 // kill/hold/resume controls removed; Close closes src. It reads src only
-// when asked for output and holds one token at a time, so memory stays
-// bounded whatever the page size, and it starts no goroutine.
+// when asked for output and holds at most one tag beside a pooled 32 KiB
+// buffer, so memory stays bounded whatever the page size, and it starts no
+// goroutine. It is a streaming scanner (stripscan.go) whose output is, byte
+// for byte, that of the tokenizer-based stripper below (its reference).
 //
-// Everything kept is copied byte for byte (the tokenizer's Raw bytes), so
+// Everything kept is copied byte for byte, so
 // output equals input except for the removed elements:
 //   - an <a> whose class list has kill-link (also hold-link, resume-link), or
 //     whose href has a path segment kill, killall, hold, resume or
@@ -35,20 +38,21 @@ var errStripperClosed = errors.New("html stripper: read after close")
 // the next <a> start tag, as an HTML parser would end it. Text inside
 // script, style and other raw-text elements is never inspected.
 //
-// The tokenizer holds at most maxTokenBuf (1 MiB) of one token: a longer
-// text or script token is copied through in pieces; a longer start tag of
-// <a>, <form> or <button> cannot be judged and its element is removed; any
-// other longer tag is copied and its tail is read as text.
+// A tag longer than maxTokenBuf (1 MiB) goes to the tokenizer-based
+// stripper, which cannot judge a longer start tag of <a>, <form> or
+// <button> and removes its element, and copies any other longer tag with
+// its tail read as text. Text, scripts and comments of any length stream
+// through.
 //
 // Read fills p with kept bytes, but returns early rather than read src
-// when the tokenizer has used up its input at a token boundary. When src
-// pauses inside a token, the output of that Read waits for the token to
-// complete (Spark writes each page at once, so this costs nothing in
-// practice). A trailing partial token is copied unchanged at EOF. An error from src
-// other than io.EOF is returned as is once the output before it is read,
-// and then again on every Read.
+// when what it has read is used up. When src pauses inside a tag, the
+// output of that tag waits for its end (text is passed on as it comes). A
+// trailing partial token is copied unchanged at EOF. An error from src
+// other than io.EOF is returned as is once the output before it is read
+// (an unfinished tag before it is dropped, as the tokenizer drops it), and
+// then again on every Read.
 func NewStrippingReader(src io.ReadCloser) io.ReadCloser {
-	return newStrippingReader(src)
+	return newFastStripper(src, false, "")
 }
 
 // NewConfirmLinkReader returns a reader like NewStrippingReader's, for a
@@ -69,18 +73,26 @@ func NewStrippingReader(src io.ReadCloser) io.ReadCloser {
 // where the removed element was, once it has ended (at EOF an unfinished
 // element gets none).
 func NewConfirmLinkReader(src io.ReadCloser, prefix string) io.ReadCloser {
-	r := newStrippingReader(src)
-	r.st.rewrite = true
-	r.st.linkPrefix = html.EscapeString(prefix)
+	return newFastStripper(src, true, html.EscapeString(prefix))
+}
+
+// newReferenceStripper returns the tokenizer-based stripper alone: what
+// NewStrippingReader (rewrite false) or NewConfirmLinkReader (rewrite
+// true, linkPrefix HTML-escaped) return, without the fast path. It is the
+// oracle the fast path is tested against (FuzzStripperDifferential), and
+// where the fast path hands a tag longer than maxTokenBuf.
+func newReferenceStripper(src io.ReadCloser, rewrite bool, linkPrefix string) *strippingReader {
+	r := &strippingReader{src: src}
+	r.in.src = src
+	r.z = newTokenizer(&r.in)
+	r.st.rewrite, r.st.linkPrefix = rewrite, linkPrefix
 	return r
 }
 
-func newStrippingReader(src io.ReadCloser) *strippingReader {
-	r := &strippingReader{src: src}
-	r.in.src = src
-	r.z = html.NewTokenizer(&r.in)
-	r.z.SetMaxBuf(maxTokenBuf)
-	return r
+func newTokenizer(r io.Reader) *html.Tokenizer {
+	z := html.NewTokenizer(r)
+	z.SetMaxBuf(maxTokenBuf)
+	return z
 }
 
 // strippingReader drives the tokenizer over src, one token per step, and
@@ -94,6 +106,14 @@ type strippingReader struct {
 	// token (valid until the next z.Next) or st.scratch.
 	out []byte
 	err error // sticky: io.EOF, the failure, or errStripperClosed
+
+	// handBack says the fast path handed the stream over: Read stops and
+	// sets yielded at the first token boundary after a token in data with
+	// no element being removed, so that the fast path takes it back
+	// (z.Buffered, then in.pre).
+	handBack bool
+	yielded  bool
+	consumed int // bytes of the tokens read
 }
 
 // prefixReader is the tokenizer's input: bytes to re-read after a
@@ -124,6 +144,10 @@ func (r *strippingReader) Read(p []byte) (int, error) {
 		if r.err != nil {
 			break
 		}
+		if r.handBack && r.consumed > 0 && r.st.skip == "" && r.st.rawCtx == "" && !r.st.dropFake {
+			r.yielded = true
+			break
+		}
 		// Hand out what is ready rather than wait on src for the next
 		// token: the tokenizer reads src when it has no bytes left.
 		if n > 0 && len(r.z.Buffered()) == 0 && len(r.in.pre) == 0 {
@@ -152,7 +176,8 @@ func (r *strippingReader) next() []byte {
 	z, st := r.z, &r.st
 	tt := z.Next()
 	if tt != html.ErrorToken {
-		return st.token(z, tt)
+		r.consumed += len(z.Raw())
+		return st.token(z, tt, z.Raw())
 	}
 	err := z.Err()
 	switch {
@@ -187,8 +212,7 @@ func (r *strippingReader) next() []byte {
 			st.dropFake = true
 		}
 		r.in.pre = append(append(pre, z.Buffered()...), r.in.pre...)
-		r.z = html.NewTokenizer(&r.in)
-		r.z.SetMaxBuf(maxTokenBuf)
+		r.z = newTokenizer(&r.in)
 		return out
 	default:
 		// src's own error, unwrapped: the reverse proxy compares it with
@@ -337,8 +361,11 @@ func oversizedControl(raw []byte) string {
 
 // token handles one token (tt is not ErrorToken) and returns the bytes to
 // pass on for it.
-func (st *stripState) token(z *html.Tokenizer, tt html.TokenType) []byte {
-	raw := z.Raw()
+//
+// raw is the token's raw bytes. z is the tokenizer that has just read the
+// token; the fast path passes nil for a token whose attributes are not
+// read (needsAttrs).
+func (st *stripState) token(z *html.Tokenizer, tt html.TokenType, raw []byte) []byte {
 	var name []byte
 	var lname [16]byte
 	switch tt {
@@ -396,6 +423,23 @@ func (st *stripState) judge(z *html.Tokenizer, tt html.TokenType, name, raw []by
 		return st.scratch
 	}
 	return raw
+}
+
+// needsAttrs reports whether token reads the attributes of the start tag
+// raw (lower-case name) through its tokenizer: when it is judged as a
+// possible kill control (outside a removed element, or at the start tag
+// that ends one) or is an <input> whose id a removed form owes.
+func (st *stripState) needsAttrs(name, raw []byte) bool {
+	if st.skip != "" && st.owed != killNone && st.skip == "form" && string(name) == "input" {
+		return true
+	}
+	if st.skip != "" && !((st.skip == "a" || st.skip == "button") && string(name) == st.skip) {
+		// Inside the removed element, and this tag does not end it: it
+		// is not judged (an end tag of an ancestor that ends it is not
+		// a start tag).
+		return false
+	}
+	return isControlCandidate(name) && mayBeKill(raw)
 }
 
 // skipToken consumes a token inside a removed element. It returns true when

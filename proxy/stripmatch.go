@@ -12,25 +12,98 @@ import (
 // on the tokenizer's byte slices and allocates nothing.
 
 // mayBeKill is a cheap, sound pre-check on a tag's raw bytes: a kill
-// control's class or URL spells one of the words of stateChanging, unless
-// it hides letters behind a percent-escape or a numeric character reference
-// or "&percnt;" (no named reference stands for an ASCII letter, so "&amp;"
-// in query strings needs no closer look).
+// control's class or URL spells one of killStems (the words of killWords
+// no other word contains) in ASCII letters, unless it hides letters or
+// adds disguises (see isKillSegment) behind a percent-escape, a non-ASCII
+// byte, or a character reference other than the five that stand for
+// ASCII punctuation ("&amp;" is common in Spark's query strings).
 func mayBeKill(raw []byte) bool {
-	if bytes.IndexByte(raw, '%') >= 0 || bytes.Contains(raw, []byte("&#")) || bytes.Contains(raw, []byte("&percnt")) {
-		return true
-	}
-	for _, w := range mayBeKillWords {
-		if indexFold(raw, w) >= 0 {
+	// One pass: the scanner calls this on every <a> and <input> of a page.
+	for i := 0; i < len(raw); i++ {
+		switch k := mayBeKillClass[raw[i]]; k {
+		case 0:
+		case mkYes:
 			return true
+		case mkAmp:
+			if isDisguisingReference(raw[i+1:]) {
+				return true
+			}
+		default:
+			for _, w := range killStemsByFirst[k-mkStem] {
+				if len(raw)-i >= len(w) && asciiEqualFold(raw[i:i+len(w)], w) {
+					return true
+				}
+			}
 		}
 	}
 	return false
 }
 
-// mayBeKillWords cover stateChanging and killClasses ("killall" contains
-// "kill").
-var mayBeKillWords = []string{"kill", "hold", "resume", "decommission"}
+// Classes of mayBeKill's bytes: mkYes ('%' and non-ASCII bytes) makes a
+// tag a candidate outright, mkAmp starts a character reference, and
+// mkStem+i starts the words of killStemsByFirst[i].
+const (
+	mkYes = 1 + iota
+	mkAmp
+	mkStem
+)
+
+var killStemsByFirst, mayBeKillClass = func() ([][]string, [256]uint8) {
+	var byFirst [][]string
+	var class [256]uint8
+	class['%'], class['&'] = mkYes, mkAmp
+	for c := 0x80; c < 0x100; c++ {
+		class[c] = mkYes
+	}
+	for _, w := range killStems {
+		c := w[0]
+		if class[c] == 0 {
+			class[c] = mkStem + uint8(len(byFirst))
+			class[c-('a'-'A')] = class[c]
+			byFirst = append(byFirst, nil)
+		}
+		i := class[c] - mkStem
+		byFirst[i] = append(byFirst[i], w)
+	}
+	return byFirst, class
+}()
+
+// isDisguisingReference reports whether b, what follows a '&', is a
+// character reference that may stand for a letter or an ignorable
+// character when an attribute value is decoded: a numeric one, or a named
+// one other than amp, lt, gt, quot and apos. In an attribute a name
+// without ';' is decoded only when it is one of the legacy names (at most
+// six letters long) and not followed by '=', so Spark's "&activeJob.sort="
+// query strings are not references.
+func isDisguisingReference(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	if b[0] == '#' {
+		return true
+	}
+	n := 0
+	for n < len(b) && (isASCIILetter(b[n]) || '0' <= b[n] && b[n] <= '9') {
+		n++
+	}
+	if n == 0 {
+		return false
+	}
+	switch string(b[:n]) {
+	case "amp", "lt", "gt", "quot", "apos":
+		return false
+	}
+	if n < len(b) && b[n] == ';' {
+		return true
+	}
+	return n <= longestLegacyReference && (n == len(b) || b[n] != '=')
+}
+
+// longestLegacyReference is the longest name of a character reference
+// that HTML decodes without its ';' ("middot", "brvbar").
+const longestLegacyReference = 6
+
+func isASCIILetter(c byte) bool { return 'a' <= c|0x20 && c|0x20 <= 'z' }
 
 // indexFold returns the index of the first instance of the lower-case ASCII
 // word w in b, in any ASCII case, or -1. Non-ASCII letters that fold to
@@ -235,19 +308,9 @@ func spaceAfter(b []byte) bool {
 	return unicode.IsSpace(r)
 }
 
-// maxKillSegment bounds the length of a path segment that may spell one of
-// stateChanging: a percent-escape turns three bytes into one.
-var maxKillSegment = func() int {
-	n := 0
-	for _, w := range stateChanging {
-		n = max(n, 3*len(w))
-	}
-	return n
-}()
-
 // isKillURL reports whether a link's path (before '?' or '#') has a segment
-// Guard refuses. Browsers read '\' as '/' in http URLs, and the segment is
-// percent-decoded once, as the gateway would decode it.
+// Guard refuses (isKillSegment). Browsers read '\' as '/' in http URLs,
+// and the segment is percent-decoded once, as the gateway would decode it.
 func isKillURL(u []byte) bool {
 	if i := bytes.IndexAny(u, "?#"); i >= 0 {
 		u = u[:i]
@@ -261,17 +324,11 @@ func isKillURL(u []byte) bool {
 		} else {
 			u = nil
 		}
-		seg = bytes.TrimSpace(seg)
-		if len(seg) > maxKillSegment {
-			continue
-		}
 		if bytes.IndexByte(seg, '%') >= 0 {
 			seg = appendPercentDecodedLoose(dec[:0], seg)
 		}
-		for _, w := range stateChanging {
-			if asciiEqualFold(seg, w) {
-				return true
-			}
+		if isKillSegmentBytes(seg) {
+			return true
 		}
 	}
 	return false
@@ -279,7 +336,7 @@ func isKillURL(u []byte) bool {
 
 // asciiEqualFold is strings.EqualFold restricted to ASCII letters, as
 // mayBeKill is.
-func asciiEqualFold(s []byte, t string) bool {
+func asciiEqualFold[S string | []byte](s S, t string) bool {
 	if len(s) != len(t) {
 		return false
 	}
