@@ -29,6 +29,17 @@ type indexPage struct {
 	Sources        []string
 	ShowSources    bool // to admins only
 	HistoryServers []string
+	// Health is each polled discovery source's state, for admins only.
+	Health     []sourceRow
+	SourcesUp  int
+	SourceDown int
+}
+
+// sourceRow is one discovery source on the admin's index.
+type sourceRow struct {
+	Name, Since, SinceISO, Error string
+	Up                           bool
+	Failures                     uint64
 }
 
 // serveIndex lists every app the user may view. ?q= filters on the server
@@ -52,6 +63,7 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request, st *reqState
 	}
 	if s.isAdmin != nil && s.isAdmin(st.ident) {
 		data.Sources, data.ShowSources = s.sources, true
+		data.Health, data.SourcesUp, data.SourceDown = s.sourceRows()
 	}
 	for _, v := range vis {
 		a := v.app
@@ -91,6 +103,28 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request, st *reqState
 		data.Rows = append(data.Rows, row)
 	}
 	return s.pages.render(w, http.StatusOK, "index", data)
+}
+
+// sourceRows describes each polled discovery source: up, or down since
+// when, with how many failed polls and the last error.
+func (s *Server) sourceRows() (rows []sourceRow, up, down int) {
+	if s.health == nil {
+		return nil, 0, 0
+	}
+	for _, h := range s.health() {
+		r := sourceRow{Name: h.Name, Up: h.Up, Failures: h.Failures, Error: h.LastError}
+		if h.Up {
+			up++
+		} else {
+			down++
+			if !h.DownSince.IsZero() {
+				r.Since = h.DownSince.UTC().Format("2006-01-02 15:04:05 UTC")
+				r.SinceISO = h.DownSince.UTC().Format(time.RFC3339)
+			}
+		}
+		rows = append(rows, r)
+	}
+	return rows, up, down
 }
 
 // humanDuration prints a duration the way Spark's UI does: "45 s",

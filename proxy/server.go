@@ -53,6 +53,10 @@ type Options struct {
 	// it lists nothing: it names hosts and paths that other users need not
 	// learn.
 	Sources []string
+	// SourceHealth, if set, reports each polled discovery source's state
+	// (discovery.Discoverer.Sources); the index shows admins which are
+	// down, since when and why.
+	SourceHealth func() []discovery.SourceHealth
 	// CSRFKey signs kill confirmations (Kill "modify-acl"). Replicas behind
 	// one load balancer need the same key; nil picks a random one.
 	CSRFKey []byte
@@ -86,6 +90,7 @@ type Server struct {
 	isAdmin   func(Identity) bool
 	wantACLs  func(string)
 	sources   []string
+	health    func() []discovery.SourceHealth
 	csrfKey   []byte
 	secure    bool // mark the gateway's cookies Secure
 	log       *zap.Logger
@@ -146,6 +151,7 @@ func New(o Options) (*Server, error) {
 		wantACLs: o.WantACLs,
 		isAdmin:  o.IsAdmin,
 		sources:  o.Sources,
+		health:   o.SourceHealth,
 		csrfKey:  key,
 		secure:   o.SecureCookies,
 		log:      o.Logger,

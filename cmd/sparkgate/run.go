@@ -78,6 +78,7 @@ func run(ctx context.Context, cfg Config) error {
 		WantACLs:       disc.WantACLs,
 		IsAdmin:        isAdmin(cfg.Policy),
 		Sources:        describeSources(cfg.Discovery),
+		SourceHealth:   disc.Sources,
 		CSRFKey:        csrf,
 		SecureCookies:  strings.HasPrefix(cfg.PublicURL, "https://"),
 		Logger:         logger.Named("proxy"),

@@ -256,10 +256,7 @@ func (d *Discoverer) round() {
 					if ctx.Err() != nil {
 						return
 					}
-					d.health.record(s.name(), err, d.now())
-					if err != nil {
-						d.log.Warn("discovery source failed", zap.String("source", s.name()), zap.Error(err))
-					}
+					d.noteHealth("discovery source", s.name(), err)
 					res[i] = cands
 				}()
 			}
@@ -279,12 +276,9 @@ func (d *Discoverer) round() {
 					defer wg.Done()
 					apps, err := h.poll(ctx)
 					if ctx.Err() == nil {
-						d.health.record(h.name(), err, d.now())
+						d.noteHealth("history server", h.name(), err)
 					}
 					if err != nil {
-						if ctx.Err() == nil {
-							d.log.Warn("history server failed", zap.String("source", h.name()), zap.Error(err))
-						}
 						return
 					}
 					res[i], ok[i] = apps, true
