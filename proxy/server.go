@@ -45,8 +45,9 @@ type Options struct {
 	// WantACLs, if set, is told that a request waits for an app's ACLs
 	// (Verdict.Pending), so that discovery reads them before any other.
 	WantACLs func(appID string)
-	// IsAdmin reports whether an identity is one of the gateway's admins;
-	// nil means none is.
+	// IsAdmin reports whether an identity may see how the gateway runs
+	// (where discovery looks, its sources' state); nil means none may. It
+	// grants no access to any app.
 	IsAdmin func(Identity) bool
 	// Sources describes where discovery looks ("driver logs /var/log/spark",
 	// "port probe 10.0.0.5:4040-4056"); the index shows it to admins when

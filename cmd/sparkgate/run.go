@@ -76,7 +76,7 @@ func run(ctx context.Context, cfg Config) error {
 		Ready:          disc.Ready,
 		Suspect:        disc.Suspect,
 		WantACLs:       disc.WantACLs,
-		IsAdmin:        isAdmin(cfg.Policy),
+		IsAdmin:        isAdmin(cfg.Policy, cfg.Auth.Mode == auth.ModeLocal),
 		Sources:        describeSources(cfg.Discovery),
 		SourceHealth:   disc.Sources,
 		CSRFKey:        csrf,
