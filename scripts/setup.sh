@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything the end-to-end suite needs: Spark (3.5.9, 4.0.5 and 4.3.0 from
-# pyspark), Chromium, the OIDC provider and Hadoop's minicluster (YARN).
+# pyspark), Chromium, the OIDC provider, Hadoop's minicluster (YARN), and etcd,
+# kube-apiserver and helm (outside the clone, see scripts/kube-env.sh).
 # Each step is idempotent.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -8,3 +9,4 @@ here="$(cd "$(dirname "$0")" && pwd)"
 "$here/setup-browser.sh"
 "$here/setup-oidc.sh"
 "$here/setup-yarn.sh"
+"$here/setup-kube.sh"
