@@ -15,6 +15,9 @@ type candidate struct {
 	// yarn marks RM web-proxy URLs, whose apps link under /proxy/<appId>
 	// even if the environment does not say so.
 	yarn bool
+	// appID is the app id the source itself names (a driver pod's
+	// spark-app-selector label), "" when it names none.
+	appID string
 }
 
 func (c candidate) key() string { return c.url.String() }
@@ -27,6 +30,25 @@ type pollSource interface {
 	// could not be read this time.
 	candidates(ctx context.Context) ([]candidate, error)
 }
+
+// pushSource is a poll source that also reports changes as they happen
+// (the Kubernetes watch).
+type pushSource interface {
+	pollSource
+	// run pushes changes until ctx is done.
+	run(ctx context.Context, push func(pushed))
+}
+
+// pushed is one change from a pushSource: a candidate to verify now, a
+// candidate that is gone (its app ends now), or, with no candidate, news
+// for the published snapshot (a SparkApplication's state).
+type pushed struct {
+	c      candidate
+	gone   bool
+	reason string
+}
+
+var _ pushSource = (*kubeSource)(nil)
 
 var (
 	_ pollSource = staticSource(nil)
