@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"slices"
@@ -72,6 +73,7 @@ type kubeSource struct {
 	apps     []cache.SharedIndexInformer // SparkApplication informers, once found
 	errAt    time.Time
 	err      error
+	netErr   error                 // the last request's network error, nil once one answers
 	clusters map[string]clusterApp // SparkApplications by namespace/name
 	now      func() time.Time
 }
@@ -102,6 +104,8 @@ func newKubeSource(cfg KubernetesSource, logger *zap.Logger) (*kubeSource, error
 	// watch error handlers instead.
 	klogOnce.Do(func() { klog.SetLogger(logr.Discard()) })
 	k := &kubeSource{cfg: cfg, rest: rc, selector: sel, log: logger, clusters: map[string]clusterApp{}, now: time.Now}
+	// The reflector retries a refused watch quietly; the transport sees it.
+	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &netHealth{next: rt, k: k} })
 	k.clients = func() (kubernetes.Interface, dynamic.Interface, error) {
 		cs, err := kubernetes.NewForConfig(k.rest)
 		if err != nil {
@@ -350,7 +354,12 @@ func (k *kubeSource) candidates(ctx context.Context) ([]candidate, error) {
 		}
 	}
 	slices.SortFunc(out, func(a, b candidate) int { return strings.Compare(a.key(), b.key()) })
+	k.mu.Lock()
+	netErr := k.netErr
+	k.mu.Unlock()
 	switch {
+	case netErr != nil:
+		return out, fmt.Errorf("kubernetes api server: %w", netErr)
 	case err != nil && k.now().Sub(errAt) < kubeErrorHold:
 		return out, err
 	case !synced:
@@ -529,4 +538,22 @@ func (d *Discoverer) onPushed(p pushed) {
 		t.retryAt = time.Time{}
 	}
 	d.offer(p.c)
+}
+
+// netHealth records whether the API server answers at all: a request that
+// fails in the network marks the source down until one gets an answer.
+type netHealth struct {
+	next http.RoundTripper
+	k    *kubeSource
+}
+
+func (n *netHealth) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := n.next.RoundTrip(r)
+	if err != nil && r.Context().Err() != nil {
+		return resp, err // cancelled by us, not the server's fault
+	}
+	n.k.mu.Lock()
+	n.k.netErr = err
+	n.k.mu.Unlock()
+	return resp, err
 }

@@ -279,3 +279,36 @@ func TestKubeSourceHealth(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestKubeSourceHealthRefused: an API server that refuses connections
+// marks the source down, although the reflector retries the watch quietly.
+func TestKubeSourceHealthRefused(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	k, err := newKubeSource(KubernetesSource{APIServer: "http://" + addr, LabelSelector: "spark-role=driver", Resync: time.Hour, SparkApplications: "off"}, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { k.run(ctx, func(pushed) {}); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		short, cancelShort := context.WithTimeout(ctx, 100*time.Millisecond)
+		_, err := k.candidates(short)
+		cancelShort()
+		if err != nil && strings.Contains(err.Error(), "connection refused") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("candidates() error = %v; want connection refused", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
