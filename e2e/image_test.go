@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -50,7 +51,8 @@ func TestImage(t *testing.T) {
 		out, err := cmd.Output()
 		if err != nil {
 			var stderr []byte
-			if ee, ok := err.(*exec.ExitError); ok {
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
 				stderr = ee.Stderr
 			}
 			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, stderr)
