@@ -26,7 +26,7 @@ test: $(GOTESTSUM) ## unit tests with the race detector
 	$(GO) vet ./...
 	$(GOTESTSUM) --format pkgname-and-test-fails -- -race -count=1 ./...
 
-setup: ## install real Spark, Chromium and the OIDC provider for e2e (idempotent)
+setup: ## install real Spark, Chromium, the OIDC provider, YARN, etcd, kube-apiserver and helm for e2e (idempotent)
 	scripts/setup.sh
 
 # The discovery package's integration test starts a real driver from the

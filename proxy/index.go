@@ -15,6 +15,9 @@ type indexRow struct {
 	Duration              string
 	Version, Source       string
 	Link                  string
+	// Cluster is the Spark operator's SparkApplication ("namespace/name")
+	// and ClusterState its state, "" without one.
+	Cluster, ClusterState string
 	// Search is what the client-side filter matches, lower case.
 	Search string
 }
@@ -76,6 +79,9 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request, st *reqState
 			Version: a.SparkVersion,
 			Source:  a.Source,
 			Link:    "/app/" + a.ID + "/",
+
+			Cluster:      a.ClusterName,
+			ClusterState: a.ClusterState,
 		}
 		if !a.Live() {
 			row.State = "finished"
@@ -96,7 +102,7 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request, st *reqState
 		} else {
 			data.Finished++
 		}
-		row.Search = strings.ToLower(strings.Join([]string{row.ID, row.Name, row.User, row.State, row.Version, row.Source}, " "))
+		row.Search = strings.ToLower(strings.Join([]string{row.ID, row.Name, row.User, row.State, row.Version, row.Source, row.Cluster, row.ClusterState}, " "))
 		if needle != "" && !strings.Contains(row.Search, needle) {
 			continue
 		}

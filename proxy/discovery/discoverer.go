@@ -42,6 +42,7 @@ type Discoverer struct {
 	polls    []pollSource
 	hist     []*historySource
 	follower *follower
+	kube     *kubeSource // nil unless configured
 	now      func() time.Time
 
 	suspect chan string
@@ -151,8 +152,9 @@ func New(cfg Config, reg *Registry, logger *zap.Logger) *Discoverer {
 		}
 	}
 	if cfg.Kubernetes != nil {
-		if k, err := newKubeSource(*cfg.Kubernetes); err == nil {
+		if k, err := newKubeSource(*cfg.Kubernetes, logger); err == nil {
 			d.polls = append(d.polls, k)
+			d.kube = k
 		} else {
 			logger.Error("skipping kubernetes source", zap.Error(err))
 		}
@@ -206,6 +208,7 @@ func (d *Discoverer) Run(ctx context.Context) error {
 	} else {
 		d.logsDone = true
 	}
+	d.startPushes(ctx, &workers)
 	interval := time.Duration(d.cfg.Interval)
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
@@ -662,18 +665,21 @@ func (d *Discoverer) publish() {
 		}
 		cp := a.app
 		cp.History = refs[id]
+		d.annotate(&cp)
 		apps = append(apps, &cp)
 	}
 	for id, ha := range first {
 		if a := d.apps[id]; a != nil && a.app.State == Running {
 			continue
 		}
-		apps = append(apps, &App{
+		ha := &App{
 			ID: id, Name: ha.Name, User: ha.User, AttemptID: ha.AttemptID,
 			SparkVersion: ha.SparkVersion, StartTime: ha.Start, EndTime: ha.End,
 			State: Ended, Source: "history:" + ha.Ref.Server,
 			ACLProps: ha.Ref.ACLProps, History: refs[id],
-		})
+		}
+		d.annotate(ha)
+		apps = append(apps, ha)
 	}
 	d.reg.Store(NewSnapshot(apps))
 	d.lastPublish = now
