@@ -39,6 +39,8 @@ def parse_args(argv):
                    help="master to run on (e.g. yarn) instead of local[N]")
     p.add_argument("--batches", type=int, default=3,
                    help="streaming batches to wait for before reporting ready")
+    p.add_argument("--workload", default="", choices=["", "skew", "healthy", "fail"],
+                   help="run only this diagnosis workload (see run_workload) instead of the batch jobs and stream")
     p.add_argument("--conf", action="append", default=[],
                    help="extra Spark conf key=value; repeatable")
     return p.parse_args(argv)
@@ -92,6 +94,58 @@ def run_batch_jobs(spark):
     sc.setJobDescription(None)
 
 
+def run_workload(spark, name):
+    """Workloads for the diagnosis tests, each one job of two stages.
+
+    skew: a groupBy where one hot key holds 90 % of 400,000 rows of 100
+    random bytes each, so one reduce task reads most of the shuffle (about
+    35 MiB against 1 MiB) and, as real per-row work would, takes time in
+    proportion to its rows (40 us a row: about 14 s for the hot task against
+    a fraction of a second for the others).
+    healthy: the same job with keys spread evenly (about 2 s a task), then a
+    small SQL aggregation.
+    fail: the healthy job, then a job whose one task raises every time.
+    """
+    sc = spark.sparkContext
+    n = 400000
+    hot = name == "skew"
+
+    def row(x):
+        import os as o
+        k = 0 if hot and x % 10 != 0 else x % 101
+        return (k, o.urandom(100))
+
+    def work(it):
+        import time as t
+        rows = 0
+        size = 0
+        for _, vs in it:
+            for v in vs:
+                rows += 1
+                size += len(v)
+        t.sleep(rows * 40e-6)
+        yield size
+
+    sc.setJobDescription("diagnosis: %s groupBy" % name)
+    # Two map tasks, one wave on local[2]: a first wave that pays for
+    # starting Python workers is not skew.
+    sc.parallelize(range(n), 2).map(row).groupByKey(8).mapPartitions(work).collect()
+    if name == "healthy":
+        sc.setJobDescription("diagnosis: sql")
+        spark.range(0, 100000).withColumn("k", F.col("id") % 8).groupBy("k").count().collect()
+    if name == "fail":
+        def boom(x):
+            if x == 3:
+                raise ValueError("e2e: task %d fails on purpose" % x)
+            return x
+        sc.setJobDescription("diagnosis: failing task")
+        try:
+            sc.parallelize(range(4), 4).map(boom).collect()
+        except Exception:
+            pass  # the failure is what the diagnosis must show
+    sc.setJobDescription(None)
+
+
 def start_stream(spark, batches):
     q = (spark.readStream.format("rate").option("rowsPerSecond", 5).load()
          .writeStream.format("memory").queryName("rate_sink")
@@ -141,7 +195,9 @@ def main(argv):
     sc = spark.sparkContext
     print("E2E app_id=%s ui=%s" % (sc.applicationId, sc.uiWebUrl), file=sys.stderr, flush=True)
     q = None
-    if args.light:
+    if args.workload:
+        run_workload(spark, args.workload)
+    elif args.light:
         sc.setJobDescription("light: count")
         sc.parallelize(range(100), 1).count()
         sc.setJobDescription(None)
