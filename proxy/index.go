@@ -15,6 +15,8 @@ type indexRow struct {
 	Duration              string
 	Version, Source       string
 	Link                  string
+	// Diagnosis is the app's diagnosis page.
+	Diagnosis string
 	// Search is what the client-side filter matches, lower case.
 	Search string
 }
@@ -62,6 +64,7 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request, st *reqState
 			Source:  a.Source,
 			Link:    "/app/" + a.ID + "/",
 		}
+		row.Diagnosis = row.Link + diagnosisPath[1:]
 		if !a.Live() {
 			row.State = "finished"
 		}

@@ -23,6 +23,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/sparkgate/sparkgate/proxy/diagnosis"
 	"github.com/sparkgate/sparkgate/proxy/discovery"
 )
 
@@ -56,6 +57,9 @@ type Options struct {
 	// Metrics, when not nil, counts decisions, kill-guard refusals and
 	// upstream failures (requests themselves are counted by Middleware).
 	Metrics *Metrics
+	// Diagnosis holds the thresholds and limits of app diagnoses (the
+	// "diagnosis:" section); zero fields take their defaults.
+	Diagnosis diagnosis.Config
 }
 
 // Server is the gateway's handler for every path except /oauth2/. It is
@@ -80,6 +84,7 @@ type Server struct {
 	static    http.Handler
 	upstreams *upstreams
 	now       func() time.Time
+	diag      *diagnoser
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -146,6 +151,12 @@ func New(o Options) (*Server, error) {
 	}
 	sort.Strings(s.hsNames)
 	s.upstreams = newUpstreams(s, newTransport(cfg))
+	dcfg := o.Diagnosis
+	dcfg.SetDefaults()
+	if errs := dcfg.Validate(); len(errs) > 0 {
+		return nil, fmt.Errorf("proxy: invalid diagnosis config: %w", errors.Join(errs...))
+	}
+	s.diag = newDiagnoser(dcfg, s.upstreams.transport, func() time.Time { return s.now() })
 	return s, nil
 }
 

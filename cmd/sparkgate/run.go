@@ -73,6 +73,7 @@ func run(ctx context.Context, cfg Config) error {
 		Logger:         logger.Named("proxy"),
 		Audit:          logger.Named("audit"),
 		Metrics:        metrics,
+		Diagnosis:      cfg.Diagnosis,
 	})
 	if err != nil {
 		return fmt.Errorf("starting proxy: %w", err)
