@@ -17,6 +17,8 @@ type indexRow struct {
 	Link                  string
 	// Diagnosis is the app's diagnosis page.
 	Diagnosis string
+	// ByName is the stable link of the app's name ("" if it has none).
+	ByName string
 	// Search is what the client-side filter matches, lower case.
 	Search string
 }
@@ -65,6 +67,7 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request, st *reqState
 			Link:    "/app/" + a.ID + "/",
 		}
 		row.Diagnosis = row.Link + diagnosisPath[1:]
+		row.ByName, _ = byNameLink(a.Name)
 		if !a.Live() {
 			row.State = "finished"
 		}

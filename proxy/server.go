@@ -220,6 +220,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, st *reqState) err
 		return s.serveApp(w, r, st)
 	case KindAPIApp:
 		return s.serveAPIApp(w, r, st)
+	case KindByName:
+		return s.serveByName(w, r, st)
 	}
 	return errorf(http.StatusNotFound, "no such page")
 }
