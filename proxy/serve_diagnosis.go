@@ -30,16 +30,17 @@ func isDiagnosisAPI(rt Route) bool {
 // diagnosisJSON is the answer of /api/v1/applications/<id>/diagnosis: the
 // findings as structured data for automation and agents.
 type diagnosisJSON struct {
-	AppID      string              `json:"app_id"`
-	Name       string              `json:"name"`
-	Live       bool                `json:"live"`
-	Source     string              `json:"source"`
-	ComputedAt string              `json:"computed_at"`
-	UI         string              `json:"ui"`
-	Page       string              `json:"page"`
-	Findings   []diagnosis.Finding `json:"findings"`
-	Read       diagnosis.Read      `json:"read"`
-	Skipped    []string            `json:"skipped,omitempty"`
+	AppID      string                 `json:"app_id"`
+	Name       string                 `json:"name"`
+	Live       bool                   `json:"live"`
+	Source     string                 `json:"source"`
+	ComputedAt string                 `json:"computed_at"`
+	UI         string                 `json:"ui"`
+	Page       string                 `json:"page"`
+	Findings   []diagnosis.Finding    `json:"findings"`
+	Read       diagnosis.Read         `json:"read"`
+	Omitted    map[diagnosis.Kind]int `json:"omitted,omitempty"`
+	Skipped    []string               `json:"skipped,omitempty"`
 }
 
 type diagnosisLevel struct {
@@ -129,6 +130,7 @@ func toDiagnosisJSON(app *discovery.App, res *diagResult) diagnosisJSON {
 		Page:       "/app/" + app.ID + diagnosisPath,
 		Findings:   res.report.Findings,
 		Read:       res.report.Read,
+		Omitted:    res.report.Omitted,
 		Skipped:    res.skipped,
 	}
 }

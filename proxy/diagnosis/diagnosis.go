@@ -120,6 +120,10 @@ type Report struct {
 	Findings []Finding `json:"findings"`
 	// Read counts what the diagnosis looked at.
 	Read Read `json:"read"`
+	// Omitted counts, by kind, the findings left out beyond
+	// max_findings_per_kind (kept: the most severe, then in stage or
+	// executor order).
+	Omitted map[Kind]int `json:"omitted,omitempty"`
 }
 
 // Read counts what a diagnosis looked at, so that "no finding" can be
@@ -149,10 +153,21 @@ func Diagnose(in *Input, c Config) Report {
 		}
 		return cmp.Compare(severityOrder[a.Severity], severityOrder[b.Severity])
 	})
-	if out == nil {
-		out = []Finding{}
+	kept := make([]Finding, 0, len(out))
+	var omitted map[Kind]int
+	perKind := make(map[Kind]int)
+	for _, f := range out {
+		if perKind[f.Kind] >= c.MaxFindingsPerKind {
+			if omitted == nil {
+				omitted = make(map[Kind]int)
+			}
+			omitted[f.Kind]++
+			continue
+		}
+		perKind[f.Kind]++
+		kept = append(kept, f)
 	}
-	r := Report{Findings: out, Read: Read{
+	r := Report{Findings: kept, Omitted: omitted, Read: Read{
 		Jobs: len(in.Jobs), Stages: len(in.Stages), StagesSummarized: len(in.Summaries),
 		TaskLists: len(in.Slowest) + len(in.Failed), Executors: len(in.Executors), SQL: len(in.SQL),
 	}}

@@ -324,6 +324,20 @@ func TestDiagnoseOrder(t *testing.T) {
 	}
 }
 
+// TestFindingsCapped: beyond max_findings_per_kind, findings are counted.
+func TestFindingsCapped(t *testing.T) {
+	t.Parallel()
+	in := load(t, "3.5.9-healthy")
+	in.Executors = nil
+	for i := range 25 {
+		in.Executors = append(in.Executors, Executor{ID: fmt.Sprint(i), HostPort: "h:1", RemoveReason: "Worker lost"})
+	}
+	r := Diagnose(in, DefaultConfig())
+	if len(r.Findings) != 10 || r.Omitted[KindExecutorRemoved] != 15 {
+		t.Errorf("%d findings, omitted %v; want 10 and 15 omitted", len(r.Findings), r.Omitted)
+	}
+}
+
 func TestThresholdsConfigurable(t *testing.T) {
 	t.Parallel()
 	c := DefaultConfig()

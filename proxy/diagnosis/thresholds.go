@@ -80,6 +80,10 @@ type Config struct {
 	// 10,000-task stage costs 20 rows, and the slowest 20 (or the failed
 	// ones) are what a finding quotes.
 	TaskListLength int `yaml:"task_list_length"`
+	// MaxFindingsPerKind keeps the worst findings of each kind; the rest
+	// are counted in Report.Omitted. Default 10: on a cluster of 200
+	// executors, ten GC cards and a count read better than two hundred.
+	MaxFindingsPerKind int `yaml:"max_findings_per_kind"`
 	// CacheTTL is how long a diagnosis is reused for the same app. Default
 	// 30s: a reload of the page or an agent polling costs nothing, and a
 	// live app's picture is at most this old.
@@ -128,6 +132,7 @@ func (c *Config) SetDefaults() {
 	setInt(&c.MaxStageSummaries, 30)
 	setInt(&c.MaxTaskLists, 6)
 	setInt(&c.TaskListLength, 20)
+	setInt(&c.MaxFindingsPerKind, 10)
 	setDur(&c.CacheTTL, 30*time.Second)
 	setDur(&c.FetchTimeout, 30*time.Second)
 }
@@ -154,6 +159,7 @@ func (c *Config) Validate() []error {
 	pos("max_stage_summaries", c.MaxStageSummaries > 0)
 	pos("max_task_lists", c.MaxTaskLists > 0)
 	pos("task_list_length", c.TaskListLength > 0)
+	pos("max_findings_per_kind", c.MaxFindingsPerKind > 0)
 	pos("cache_ttl", c.CacheTTL > 0)
 	pos("fetch_timeout", c.FetchTimeout > 0)
 	for _, s := range []struct {
