@@ -34,13 +34,17 @@ func (s diagSource) key(appID string) string { return appID + "|" + s.base.Strin
 // diagResult is one computed diagnosis, shared by the requests of its
 // cache lifetime (read only once built).
 type diagResult struct {
-	report diagnosis.Report
+	report  diagnosis.Report
+	summary diagnosis.Summary
 	at     time.Time
 	source string
 	live   bool
 	// skipped lists the optional calls that failed (a stage summary that
 	// had gone, say); the findings are computed without them.
 	skipped []string
+	// err is a summary's failure, cached so that an index view does not
+	// ask a driver that did not answer again at once.
+	err error
 }
 
 // diagnoser computes diagnoses on demand, one at a time per app, and keeps
@@ -86,10 +90,18 @@ func newDiagnoser(cfg diagnosis.Config, t http.RoundTripper, now func() time.Tim
 
 // get returns the app's diagnosis from the cache or computes it; requests
 // for the same app while it is computed wait for that one computation.
-func (d *diagnoser) get(ctx context.Context, appID string, src diagSource) (*diagResult, error) {
+// With full false only the summary is wanted: it reads the four lists and
+// no task summary or task list (a full diagnosis, if cached, serves too).
+func (d *diagnoser) get(ctx context.Context, appID string, src diagSource, full bool) (*diagResult, error) {
 	key := src.key(appID)
 	if r, ok := d.cache.Get(key); ok {
 		return r, nil
+	}
+	if !full {
+		key += "|summary"
+		if r, ok := d.cache.Get(key); ok {
+			return r, r.err
+		}
 	}
 	d.mu.Lock()
 	c, ok := d.inflight[key]
@@ -97,7 +109,7 @@ func (d *diagnoser) get(ctx context.Context, appID string, src diagSource) (*dia
 		c = &diagCall{done: make(chan struct{})}
 		d.inflight[key] = c
 		// Not tied to the first requester: others wait for the result.
-		go d.run(context.WithoutCancel(ctx), key, appID, src, c)
+		go d.run(context.WithoutCancel(ctx), key, appID, src, full, c)
 	}
 	d.mu.Unlock()
 	select {
@@ -108,12 +120,15 @@ func (d *diagnoser) get(ctx context.Context, appID string, src diagSource) (*dia
 	}
 }
 
-func (d *diagnoser) run(ctx context.Context, key, appID string, src diagSource, c *diagCall) {
+func (d *diagnoser) run(ctx context.Context, key, appID string, src diagSource, full bool, c *diagCall) {
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.FetchTimeout)
 	defer cancel()
-	c.res, c.err = d.compute(ctx, appID, src)
-	if c.err == nil {
+	c.res, c.err = d.compute(ctx, appID, src, full)
+	switch {
+	case c.err == nil:
 		d.cache.Add(key, c.res)
+	case !full:
+		d.cache.Add(key, &diagResult{err: c.err})
 	}
 	d.mu.Lock()
 	delete(d.inflight, key)
@@ -123,8 +138,9 @@ func (d *diagnoser) run(ctx context.Context, key, appID string, src diagSource, 
 
 // compute reads the app's REST data in the order of its plan and
 // diagnoses it: four lists, then at most MaxStageSummaries summaries,
-// then at most MaxTaskLists task lists of TaskListLength tasks.
-func (d *diagnoser) compute(ctx context.Context, appID string, src diagSource) (*diagResult, error) {
+// then at most MaxTaskLists task lists of TaskListLength tasks. With full
+// false it stops after the lists, with the summary only.
+func (d *diagnoser) compute(ctx context.Context, appID string, src diagSource, full bool) (*diagResult, error) {
 	in := &diagnosis.Input{
 		Summaries: make(map[diagnosis.StageKey]*diagnosis.TaskSummary),
 		Slowest:   make(map[diagnosis.StageKey][]diagnosis.Task),
@@ -157,6 +173,11 @@ func (d *diagnoser) compute(ctx context.Context, appID string, src diagSource) (
 		return nil, errors.Join(errs...)
 	}
 	in.Now = d.now()
+	res.at = in.Now
+	res.summary = diagnosis.Summarize(in, d.cfg)
+	if !full {
+		return res, nil
+	}
 	targets := diagnosis.SummaryTargets(in.Stages, d.cfg)
 	sums := make([]*diagnosis.TaskSummary, len(targets))
 	fns := make([]func(), len(targets))
@@ -190,7 +211,6 @@ func (d *diagnoser) compute(ctx context.Context, appID string, src diagSource) (
 		}
 	}
 	res.report = diagnosis.Diagnose(in, d.cfg)
-	res.at = in.Now
 	for i := range res.report.Findings {
 		f := &res.report.Findings[i]
 		f.Link = "/app/" + appID + "/" + f.Page

@@ -93,7 +93,7 @@ func BenchmarkDiagnosisCompute(b *testing.B) {
 	b.ReportAllocs()
 	n := 0
 	for b.Loop() {
-		res, err := d.compute(context.Background(), "app-1", src)
+		res, err := d.compute(context.Background(), "app-1", src, true)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -19,6 +19,8 @@ type indexRow struct {
 	Diagnosis string
 	// ByName is the stable link of the app's name ("" if it has none).
 	ByName string
+	// Stats is what a live app is doing now (nil for finished apps).
+	Stats *indexStats
 	// Search is what the client-side filter matches, lower case.
 	Search string
 }
@@ -32,6 +34,8 @@ type indexPage struct {
 	Finished       int
 	Sources        []string
 	HistoryServers []string
+	// SortFindings: rows ordered by their findings (?sort=findings).
+	SortFindings bool
 }
 
 // serveIndex lists every app the user may view. ?q= filters on the server
@@ -92,6 +96,10 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request, st *reqState
 			continue
 		}
 		data.Rows = append(data.Rows, row)
+	}
+	s.addLiveStats(r.Context(), data.Rows)
+	if data.SortFindings = r.URL.Query().Get("sort") == "findings"; data.SortFindings {
+		sortByFindings(data.Rows)
 	}
 	return s.pages.render(w, http.StatusOK, "index", data)
 }

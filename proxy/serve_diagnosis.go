@@ -89,7 +89,7 @@ func (s *Server) serveDiagnosis(w http.ResponseWriter, r *http.Request, st *reqS
 	} else {
 		return s.waitForHistory(st, app, "")
 	}
-	res, err := s.diag.get(r.Context(), app.ID, src)
+	res, err := s.diag.get(r.Context(), app.ID, src, true)
 	if err != nil {
 		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 			st.clientGone = true

@@ -66,6 +66,7 @@ const (
 	appSkew    = "local-1796118587136"
 	appHealthy = "local-1796118781561"
 	appSkewHS  = "local-1796118786582"
+	appFail    = "local-1796118586299"
 )
 
 // diagHarness adds to the usual harness a live skewed app (owner alice),
@@ -77,6 +78,7 @@ func diagHarness(t *testing.T) (*harness, map[string]*restFiles) {
 		appSkew:    newRESTFiles(t, "3.5.9-skew"),
 		appHealthy: newRESTFiles(t, "3.5.9-healthy"),
 		appSkewHS:  newRESTFiles(t, "4.0.5-skew"),
+		appFail:    newRESTFiles(t, "4.0.5-fail"),
 	}
 	u := func(f *restFiles) *url.URL { v, _ := url.Parse(f.URL); return v }
 	h := newHarness(t, func(o *Options) {
@@ -87,6 +89,7 @@ func diagHarness(t *testing.T) (*harness, map[string]*restFiles) {
 	apps = append(apps,
 		&discovery.App{ID: appSkew, Name: "diag-skew", User: "alice", StartTime: start, State: discovery.Running, UIURL: u(files[appSkew]), Source: "static"},
 		&discovery.App{ID: appHealthy, Name: "diag-healthy", User: "alice", StartTime: start, State: discovery.Running, UIURL: u(files[appHealthy]), Source: "static"},
+		&discovery.App{ID: appFail, Name: "diag-fail", User: "alice", StartTime: start, State: discovery.Running, UIURL: u(files[appFail]), Source: "static"},
 		&discovery.App{ID: appSkewHS, Name: "diag-skew", User: "carol", StartTime: start, EndTime: start.Add(time.Minute), State: discovery.Ended, Source: "history:diag",
 			History: []discovery.HistoryRef{{Server: "diag", BaseURL: u(files[appSkewHS]), Attempts: []string{"1"}, Completed: true,
 				ACLProps: map[string]string{"spark.ui.view.acls": "bob"}}}},
@@ -221,5 +224,35 @@ func TestIndexLinksDiagnosis(t *testing.T) {
 	_, body := h.do(t, "GET", "/", "alice", nil)
 	if !strings.Contains(body, `href="/app/`+appSkew+`/_/diagnosis"`) {
 		t.Errorf("index has no diagnosis link for %s", appSkew)
+	}
+}
+
+// TestIndexLiveStats: a live row shows what the app does and badges of
+// the findings the lists reveal, read without any task call; ?sort=findings
+// puts the worst first.
+func TestIndexLiveStats(t *testing.T) {
+	t.Parallel()
+	h, files := diagHarness(t)
+	_, body := h.do(t, "GET", "/?sort=findings", "alice", nil)
+	i := strings.Index(body, `href="/app/`+appFail+`/"`)
+	if i < 0 {
+		t.Fatalf("index lacks %s", appFail)
+	}
+	row := body[i:]
+	row = row[:strings.Index(row, "</tr>")]
+	for _, w := range []string{"0 active jobs · 0 tasks running · 1 executor", "1 failed tasks", `class="sev critical" href="/app/` + appFail + `/_/diagnosis">job_failed</a>`} {
+		if !strings.Contains(row, w) {
+			t.Errorf("row of %s lacks %q:\n%s", appFail, w, row)
+		}
+	}
+	if j := strings.Index(body, `href="/app/`+appSkew+`/"`); j < i {
+		t.Errorf("sort=findings: %s (no finding from lists) before %s (a failed job)", appSkew, appFail)
+	}
+	for id, f := range files {
+		for _, r := range f.requests() {
+			if strings.Contains(r, "/taskList") || strings.Contains(r, "/taskSummary") {
+				t.Errorf("index view of %s made a task call: %s", id, r)
+			}
+		}
 	}
 }

@@ -14,18 +14,20 @@ import (
 
 // Job is one element of /applications/<id>/jobs (JobData).
 type Job struct {
-	JobID           int       `json:"jobId"`
-	Name            string    `json:"name"`
-	Description     string    `json:"description"`
-	SubmissionTime  SparkTime `json:"submissionTime"`
-	CompletionTime  SparkTime `json:"completionTime"`
-	StageIDs        []int     `json:"stageIds"`
-	Status          string    `json:"status"` // RUNNING, SUCCEEDED, FAILED, UNKNOWN
-	NumTasks        int       `json:"numTasks"`
-	NumActiveTasks  int       `json:"numActiveTasks"`
-	NumFailedTasks  int       `json:"numFailedTasks"`
-	NumKilledTasks  int       `json:"numKilledTasks"`
-	NumFailedStages int       `json:"numFailedStages"`
+	JobID             int       `json:"jobId"`
+	Name              string    `json:"name"`
+	Description       string    `json:"description"`
+	SubmissionTime    SparkTime `json:"submissionTime"`
+	CompletionTime    SparkTime `json:"completionTime"`
+	StageIDs          []int     `json:"stageIds"`
+	Status            string    `json:"status"` // RUNNING, SUCCEEDED, FAILED, UNKNOWN
+	NumTasks          int       `json:"numTasks"`
+	NumActiveTasks    int       `json:"numActiveTasks"`
+	NumCompletedTasks int       `json:"numCompletedTasks"`
+	NumSkippedTasks   int       `json:"numSkippedTasks"`
+	NumFailedTasks    int       `json:"numFailedTasks"`
+	NumKilledTasks    int       `json:"numKilledTasks"`
+	NumFailedStages   int       `json:"numFailedStages"`
 }
 
 // Stage is one element of /applications/<id>/stages (StageData, without
