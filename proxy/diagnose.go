@@ -36,9 +36,9 @@ func (s diagSource) key(appID string) string { return appID + "|" + s.base.Strin
 type diagResult struct {
 	report  diagnosis.Report
 	summary diagnosis.Summary
-	at     time.Time
-	source string
-	live   bool
+	at      time.Time
+	source  string
+	live    bool
 	// skipped lists the optional calls that failed (a stage summary that
 	// had gone, say); the findings are computed without them.
 	skipped []string
