@@ -396,3 +396,20 @@ func TestShortMessage(t *testing.T) {
 		}
 	}
 }
+
+func TestSummarize(t *testing.T) {
+	t.Parallel()
+	s := Summarize(load(t, "3.5.9-healthy"), DefaultConfig())
+	if s.ActiveJobs != 0 || s.RunningTasks != 0 || s.ActiveExecutors != 1 || s.Progress != -1 || len(s.Badges) != 0 || s.Score() != 0 {
+		t.Errorf("healthy, finished: %+v", s)
+	}
+	in := load(t, "4.0.5-fail")
+	in.Jobs = append(in.Jobs, Job{JobID: 9, Status: "RUNNING", NumTasks: 200, NumCompletedTasks: 50, NumSkippedTasks: 50})
+	in.Stages = append(in.Stages, Stage{StageID: 9, Status: "ACTIVE", NumActiveTasks: 7})
+	in.Executors = append(in.Executors, Executor{ID: "1", RemoveReason: "Worker lost"}, Executor{ID: "2", RemoveReason: "Worker lost"})
+	s = Summarize(in, DefaultConfig())
+	want := []Badge{{KindJobFailed, Critical, 1}, {KindExecutorRemoved, Warning, 2}}
+	if s.ActiveJobs != 1 || s.RunningTasks != 7 || s.FailedTasks != 1 || s.Progress != 0.5 || !slices.Equal(s.Badges, want) || s.Score() != 10200 {
+		t.Errorf("Summarize = %+v; want 1 active job half done, 7 running tasks, badges %v", s, want)
+	}
+}
