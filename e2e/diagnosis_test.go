@@ -54,11 +54,13 @@ type diagJSON struct {
 	Live     bool   `json:"live"`
 	Source   string `json:"source"`
 	Findings []struct {
-		Kind  string `json:"kind"`
-		Level string `json:"level"`
-		Link  string `json:"link"`
-		Seen  string `json:"seen"`
-		Stage *struct {
+		Kind     string   `json:"kind"`
+		Severity string   `json:"severity"`
+		Messages []string `json:"messages"`
+		Level    string   `json:"level"`
+		Link     string   `json:"link"`
+		Seen     string   `json:"seen"`
+		Stage    *struct {
 			StageID int `json:"stage_id"`
 		} `json:"stage"`
 		Metrics map[string]float64 `json:"metrics"`
@@ -134,7 +136,8 @@ func (s *suite) runDiagnosis(t *testing.T, home SparkHome) {
 	skewName, healthyName := "diag-skew-"+ver, "diag-healthy-"+ver
 	skew := start(t, skewName, "skew", logs)
 	healthy := start(t, healthyName, "healthy", logs)
-	for _, d := range []*Driver{skew, healthy} {
+	failing := start(t, "diag-fail-"+ver, "fail", logs)
+	for _, d := range []*Driver{skew, healthy, failing} {
 		if err := d.WaitReady(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -193,6 +196,15 @@ func (s *suite) runDiagnosis(t *testing.T, home SparkHome) {
 		if h.Read.Stages < 2 || h.Read.StagesSummarized == 0 {
 			t.Errorf("healthy app: read %+v; want its stages read and summarized", h.Read)
 		}
+		fl, err := getDiagnosis(ctx, client, gw.URL, failing.AppID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("failing app: %v", fl.kinds())
+		if !slices.Equal(fl.kinds(), []string{"job_failed"}) || len(fl.Findings[0].Messages) == 0 ||
+			!strings.Contains(fl.Findings[0].Messages[0], "ValueError: e2e: task 3 fails on purpose") || fl.Findings[0].Severity != "critical" {
+			t.Errorf("failing app's findings = %+v; want one critical job_failed quoting the ValueError", fl.Findings)
+		}
 	})
 
 	t.Run("live/page", func(t *testing.T) {
@@ -228,8 +240,21 @@ func (s *suite) runDiagnosis(t *testing.T, home SparkHome) {
 			t.Errorf("diagnosis page of the healthy app:\n%.1500s", text)
 		}
 		text = shot("/", "index-diagnosis-"+home.Version+".png")
-		if strings.Count(text, "diagnosis") < 2 || !strings.Contains(text, "by name") {
-			t.Errorf("index offers no diagnosis or by-name links:\n%.1500s", text)
+		if strings.Count(text, "diagnosis") < 3 || !strings.Contains(text, "by name") || !strings.Contains(text, "1 executor") {
+			t.Errorf("index offers no diagnosis or by-name links, or no live stats:\n%.1500s", text)
+		}
+		// The failing app's row carries its badge; sorted by findings it
+		// comes first.
+		a, err := Get(ctx, client, gw.URL+"/?sort=findings", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page := string(a.Body)
+		badge := `href="/app/` + failing.AppID + `/_/diagnosis">job_failed</a>`
+		first := strings.Index(page, `<tr data-search=`)
+		if !strings.Contains(page, badge) || first < 0 || !strings.Contains(page[first:], failing.AppID) ||
+			strings.Index(page, failing.AppID) > strings.Index(page, skew.AppID) {
+			t.Errorf("index ?sort=findings: want the failing app first with a job_failed badge:\n%.3000s", page)
 		}
 	})
 
