@@ -39,8 +39,8 @@ def parse_args(argv):
                    help="master to run on (e.g. yarn) instead of local[N]")
     p.add_argument("--batches", type=int, default=3,
                    help="streaming batches to wait for before reporting ready")
-    p.add_argument("--workload", default="", choices=["", "skew", "healthy", "fail"],
-                   help="run only this diagnosis workload (see run_workload) instead of the batch jobs and stream")
+    p.add_argument("--workload", default="",
+                   help="run only these diagnosis workloads, comma-separated (see run_workload), instead of the batch jobs and stream")
     p.add_argument("--conf", action="append", default=[],
                    help="extra Spark conf key=value; repeatable")
     return p.parse_args(argv)
@@ -94,21 +94,24 @@ def run_batch_jobs(spark):
     sc.setJobDescription(None)
 
 
-def run_workload(spark, name):
-    """Workloads for the diagnosis tests, each one job of two stages.
+def run_workload(spark, names):
+    """Workloads for the diagnosis tests; names is a comma-separated list.
 
     skew: a groupBy where one hot key holds 90 % of 400,000 rows of 100
     random bytes each, so one reduce task reads most of the shuffle (about
-    35 MiB against 1 MiB) and, as real per-row work would, takes time in
-    proportion to its rows (40 us a row: about 14 s for the hot task against
-    a fraction of a second for the others).
-    healthy: the same job with keys spread evenly (about 2 s a task), then a
-    small SQL aggregation.
-    fail: the healthy job, then a job whose one task raises every time.
+    35 MiB against 0.5 MiB) and, as real per-row work would, takes time in
+    proportion to its rows (40 us a row: about 15 s for the hot task against
+    about a second for the others).
+    healthy: the same groupBy with keys spread evenly (about 2 s a task),
+    then a small SQL aggregation.
+    spill: a sort of 3 million random strings in 4 partitions; run with a
+    small spark.memory.fraction, its tasks spill to disk.
+    fail: a job whose one task raises every time.
     """
     sc = spark.sparkContext
+    names = set(names.split(","))
     n = 400000
-    hot = name == "skew"
+    hot = "skew" in names
 
     def row(x):
         import os as o
@@ -126,14 +129,20 @@ def run_workload(spark, name):
         t.sleep(rows * 40e-6)
         yield size
 
-    sc.setJobDescription("diagnosis: %s groupBy" % name)
-    # Two map tasks, one wave on local[2]: a first wave that pays for
-    # starting Python workers is not skew.
-    sc.parallelize(range(n), 2).map(row).groupByKey(8).mapPartitions(work).collect()
-    if name == "healthy":
+    if names & {"skew", "healthy"}:
+        sc.setJobDescription("diagnosis: %s groupBy" % ("skew" if hot else "healthy"))
+        # Two map tasks, one wave on local[2]: a first wave that pays for
+        # starting Python workers is not skew.
+        sc.parallelize(range(n), 2).map(row).groupByKey(8).mapPartitions(work).collect()
+    if "healthy" in names:
         sc.setJobDescription("diagnosis: sql")
         spark.range(0, 100000).withColumn("k", F.col("id") % 8).groupBy("k").count().collect()
-    if name == "fail":
+    if "spill" in names:
+        sc.setJobDescription("diagnosis: spilling sort")
+        # Written to the noop sink: a count would let the optimizer drop the sort.
+        (spark.range(0, 3000000, 1, 4).selectExpr("id", "uuid() AS s")
+         .sortWithinPartitions("s").write.format("noop").mode("overwrite").save())
+    if "fail" in names:
         def boom(x):
             if x == 3:
                 raise ValueError("e2e: task %d fails on purpose" % x)
