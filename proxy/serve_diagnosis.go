@@ -41,6 +41,9 @@ type diagnosisJSON struct {
 	Read       diagnosis.Read         `json:"read"`
 	Omitted    map[diagnosis.Kind]int `json:"omitted,omitempty"`
 	Skipped    []string               `json:"skipped,omitempty"`
+	// Thresholds are the diagnosis: settings the findings were measured
+	// against.
+	Thresholds map[string]string `json:"thresholds"`
 }
 
 type diagnosisLevel struct {
@@ -102,6 +105,7 @@ func (s *Server) serveDiagnosis(w http.ResponseWriter, r *http.Request, st *reqS
 		}
 	}
 	out := toDiagnosisJSON(app, res)
+	out.Thresholds = s.diag.cfg.Values()
 	if asJSON {
 		h := w.Header()
 		h.Set("Content-Type", "application/json")

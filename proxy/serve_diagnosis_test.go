@@ -122,7 +122,7 @@ func TestDiagnosisJSON(t *testing.T) {
 	if f := d.Findings[0]; f.Link != "/app/"+appSkew+"/stages/stage/?id=1&attempt=0" || f.Metrics["max_ms"] != 17653 {
 		t.Errorf("finding link %q, metrics %v", f.Link, f.Metrics)
 	}
-	if !d.Live || d.AppID != appSkew || d.Page != "/app/"+appSkew+"/_/diagnosis" || d.Read.Stages != 2 {
+	if !d.Live || d.AppID != appSkew || d.Page != "/app/"+appSkew+"/_/diagnosis" || d.Read.Stages != 2 || d.Thresholds["duration_skew_ratio"] != "5" {
 		t.Errorf("diagnosis = %+v", d)
 	}
 	// Bounded: every task list asks for at most task_list_length tasks.

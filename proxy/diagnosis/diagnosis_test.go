@@ -371,6 +371,14 @@ func TestPlanBounds(t *testing.T) {
 	}
 }
 
+func TestConfigValues(t *testing.T) {
+	t.Parallel()
+	v := DefaultConfig().Values()
+	if v["duration_skew_ratio"] != "5" || v["duration_skew_min_excess"] != "10s" || v["gc_share"] != "0.1" || len(v) < 20 {
+		t.Errorf("Values() = %v", v)
+	}
+}
+
 func TestConfigValidate(t *testing.T) {
 	t.Parallel()
 	c := DefaultConfig()

@@ -2,6 +2,7 @@ package diagnosis
 
 import (
 	"fmt"
+	"reflect"
 	"time"
 )
 
@@ -192,4 +193,18 @@ func setDur(p *time.Duration, v time.Duration) {
 	if *p == 0 {
 		*p = v
 	}
+}
+
+// Values lists the settings by their configuration key, each printed as
+// in the configuration ("5", "10s", "0.1"), so that a report's reader (a
+// person or an agent) knows what its findings were measured against.
+func (c Config) Values() map[string]string {
+	out := make(map[string]string)
+	v := reflect.ValueOf(c)
+	for i := range v.NumField() {
+		if key := v.Type().Field(i).Tag.Get("yaml"); key != "" {
+			out[key] = fmt.Sprint(v.Field(i).Interface())
+		}
+	}
+	return out
 }
