@@ -119,11 +119,12 @@ func (s *suite) runDiagnosis(t *testing.T, home SparkHome) {
 	if err := mkdir(restartLogs); err != nil {
 		t.Fatal(err)
 	}
-	start := func(t *testing.T, name, workload, logDir string) *Driver {
+	start := func(t *testing.T, name, workload, logDir string, confs map[string]string) *Driver {
 		t.Helper()
 		d, err := startUniqueDriver(ctx, ids, func() (*Driver, error) {
 			return StartDriver(ctx, s.root, home, DriverOptions{
-				Name: name, EventDir: events, LogDir: logDir, WorkDir: filepath.Join(dir, "work-"+filepath.Base(logDir), name), Workload: workload,
+				Name: name, EventDir: events, LogDir: logDir, WorkDir: filepath.Join(dir, "work-"+filepath.Base(logDir), name),
+				Workload: workload, Confs: confs,
 			})
 		})
 		if err != nil {
@@ -134,9 +135,10 @@ func (s *suite) runDiagnosis(t *testing.T, home SparkHome) {
 	}
 	t0 := time.Now()
 	skewName, healthyName := "diag-skew-"+ver, "diag-healthy-"+ver
-	skew := start(t, skewName, "skew", logs)
-	healthy := start(t, healthyName, "healthy", logs)
-	failing := start(t, "diag-fail-"+ver, "fail", logs)
+	skew := start(t, skewName, "skew", logs, nil)
+	healthy := start(t, healthyName, "healthy", logs, nil)
+	// Little execution memory: its sort spills; then a task fails.
+	failing := start(t, "diag-trouble-"+ver, "spill,fail", logs, map[string]string{"spark.memory.fraction": "0.05"})
 	for _, d := range []*Driver{skew, healthy, failing} {
 		if err := d.WaitReady(ctx); err != nil {
 			t.Fatal(err)
@@ -200,10 +202,15 @@ func (s *suite) runDiagnosis(t *testing.T, home SparkHome) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("failing app: %v", fl.kinds())
-		if !slices.Equal(fl.kinds(), []string{"job_failed"}) || len(fl.Findings[0].Messages) == 0 ||
+		t.Logf("spilling and failing app: %v", fl.kinds())
+		if !slices.Equal(fl.kinds(), []string{"job_failed", "spill"}) || len(fl.Findings[0].Messages) == 0 ||
 			!strings.Contains(fl.Findings[0].Messages[0], "ValueError: e2e: task 3 fails on purpose") || fl.Findings[0].Severity != "critical" {
-			t.Errorf("failing app's findings = %+v; want one critical job_failed quoting the ValueError", fl.Findings)
+			t.Errorf("spilling and failing app's findings = %+v; want a critical job_failed quoting the ValueError, then spill", fl.Findings)
+		}
+		for _, f := range fl.Findings {
+			if f.Kind == "spill" {
+				t.Logf("finding: %s", f.Seen)
+			}
 		}
 	})
 
@@ -251,6 +258,9 @@ func (s *suite) runDiagnosis(t *testing.T, home SparkHome) {
 		}
 		page := string(a.Body)
 		badge := `href="/app/` + failing.AppID + `/_/diagnosis">job_failed</a>`
+		if !strings.Contains(page, `href="/app/`+failing.AppID+`/_/diagnosis">spill</a>`) {
+			t.Errorf("index: no spill badge for %s", failing.AppID)
+		}
 		first := strings.Index(page, `<tr data-search=`)
 		if !strings.Contains(page, badge) || first < 0 || !strings.Contains(page[first:], failing.AppID) ||
 			strings.Index(page, failing.AppID) > strings.Index(page, skew.AppID) {
@@ -278,7 +288,7 @@ func (s *suite) runDiagnosis(t *testing.T, home SparkHome) {
 		if err := healthy.Stop(ctx); err != nil {
 			t.Fatal(err)
 		}
-		again := start(t, healthyName, "healthy", restartLogs)
+		again := start(t, healthyName, "healthy", restartLogs, nil)
 		if err := again.WaitReady(ctx); err != nil {
 			t.Fatal(err)
 		}
