@@ -352,7 +352,8 @@ func (s *suite) runDiagnosis(t *testing.T, home SparkHome) {
 func (b *Browser) Shot(pageURL string) (string, []byte, error) {
 	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
 	defer cancel()
-	if err := chromedp.Do(ctx, chromedp.Navigate(pageURL)); err != nil {
+	// A desktop's width, as users see the gateway's pages.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(pageURL)); err != nil {
 		return "", nil, fmt.Errorf("navigating to %s: %w", pageURL, err)
 	}
 	text, err := waitEval(ctx, `document.readyState === "complete" && document.querySelector("main") ? document.body.innerText : ""`)

@@ -241,7 +241,7 @@ func (d *diagnoser) fetchJSON(ctx context.Context, src diagSource, path string, 
 	if err != nil {
 		return fmt.Errorf("reading %s from %s: %w", path, src.label, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read-only body; a close error loses nothing
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("reading %s from %s: status %d", path, src.label, resp.StatusCode)
 	}

@@ -17,12 +17,12 @@ var skewRemedies = []string{
 // whose longest task is far longer than its median one.
 func durationSkew(sum *TaskSummary, c Config) ([2]float64, bool) {
 	med, ok1 := sum.at(sum.Duration, 0.5)
-	max, ok2 := sum.at(sum.Duration, 1.0)
+	top, ok2 := sum.at(sum.Duration, 1.0)
 	if !ok1 || !ok2 {
 		return [2]float64{}, false
 	}
 	excess := float64(c.DurationSkewMinExcess.Milliseconds())
-	return [2]float64{med, max}, max-med >= excess && max >= c.DurationSkewRatio*med
+	return [2]float64{med, top}, top-med >= excess && top >= c.DurationSkewRatio*med
 }
 
 // shuffleSkew reports the median and maximum per-task shuffle read (or,
@@ -33,9 +33,9 @@ func shuffleSkew(sum *TaskSummary, c Config) ([2]float64, string, bool) {
 		v    []float64
 	}{{"read", sum.ShuffleReadMetrics.ReadBytes}, {"write", sum.ShuffleWriteMetrics.WriteBytes}} {
 		med, ok1 := sum.at(m.v, 0.5)
-		max, ok2 := sum.at(m.v, 1.0)
-		if ok1 && ok2 && max >= float64(c.ShuffleSkewMinBytes) && max >= c.ShuffleSkewRatio*med {
-			return [2]float64{med, max}, m.name, true
+		top, ok2 := sum.at(m.v, 1.0)
+		if ok1 && ok2 && top >= float64(c.ShuffleSkewMinBytes) && top >= c.ShuffleSkewRatio*med {
+			return [2]float64{med, top}, m.name, true
 		}
 	}
 	return [2]float64{}, "", false
@@ -111,24 +111,24 @@ func taskRules(in *Input, x *index, c Config) []Finding {
 			out = append(out, f)
 		}
 		if s.InputBytes > 0 && len(slow) >= c.SkewMinTasks {
-			any := 0
+			atAny := 0
 			for _, t := range slow {
 				if t.TaskLocality == "ANY" {
-					any++
+					atAny++
 				}
 			}
-			if share := float64(any) / float64(len(slow)); share > c.LocalityAnyShare {
+			if share := float64(atAny) / float64(len(slow)); share > c.LocalityAnyShare {
 				f := stageFinding(s, x, KindLocalityAny, Info,
 					fmt.Sprintf("Stage %d: most tasks read their input from another node", s.StageID),
 					fmt.Sprintf("in %s, %d of the %d longest tasks ran at locality ANY (%s); the stage read %s of input",
-						stageLabel(s), any, len(slow), pct(share), bytesStr(float64(s.InputBytes))),
+						stageLabel(s), atAny, len(slow), pct(share), bytesStr(float64(s.InputBytes))),
 					"at locality ANY a task runs on a node that does not hold its input block, so the input crosses the network",
 					[]string{
 						"raise spark.locality.wait (default 3s) if executors are busy when tasks are scheduled",
 						"run executors on the nodes that hold the data (more executors, or dynamic allocation with locality-aware requests)",
 					})
 				f.Level = LevelTask
-				f.Metrics = map[string]float64{"any_tasks": float64(any), "tasks_sampled": float64(len(slow)), "any_share": share}
+				f.Metrics = map[string]float64{"any_tasks": float64(atAny), "tasks_sampled": float64(len(slow)), "any_share": share}
 				out = append(out, f)
 			}
 		}
