@@ -98,6 +98,7 @@ func TestDiagnoseCaptured(t *testing.T) {
 		{"4.0.5-skew", []want{{KindTaskDurationSkew, 1}, {KindShuffleSkew, 1}}},
 		{"4.0.5-fail", []want{{KindJobFailed, -1}}},
 		{"3.5.9-spill-fail", []want{{KindJobFailed, -1}, {KindSpill, 0}}},
+		{"3.5.9-gc", []want{{KindGCPressure, -1}}},
 	} {
 		t.Run(tc.dir, func(t *testing.T) {
 			t.Parallel()
