@@ -43,9 +43,8 @@ func TestDiagnosis(t *testing.T) {
 		// read here are the same in between, and CI time is not.
 		homes = []SparkHome{homes[0], homes[len(homes)-1]}
 	}
-	for i, home := range homes {
-		// The GC-bound app takes minutes: on the first version only.
-		t.Run(home.Version, func(t *testing.T) { s.runDiagnosis(t, home, i == 0) })
+	for _, home := range homes {
+		t.Run(home.Version, func(t *testing.T) { s.runDiagnosis(t, home) })
 	}
 }
 
@@ -94,8 +93,8 @@ func getDiagnosis(ctx context.Context, c *http.Client, gwURL, appID string) (dia
 	return d, json.Unmarshal(a.Body, &d)
 }
 
-func (s *suite) runDiagnosis(t *testing.T, home SparkHome, withGC bool) {
-	ctx := ctxFor(t, 18*time.Minute)
+func (s *suite) runDiagnosis(t *testing.T, home SparkHome) {
+	ctx := ctxFor(t, 12*time.Minute)
 	ver := strings.ReplaceAll(home.Version, ".", "_")
 	dir := s.freshDir(t, "diagnosis-"+home.Version)
 	events, logs := filepath.Join(dir, "events"), filepath.Join(dir, "driver-logs")
@@ -345,31 +344,6 @@ func (s *suite) runDiagnosis(t *testing.T, home SparkHome, withGC bool) {
 		if !strings.HasPrefix(d.Source, "History Server") || !slices.Contains(d.kinds(), "task_duration_skew") || !slices.Contains(d.kinds(), "shuffle_skew") {
 			t.Errorf("history diagnosis: source %q, findings %v; want both skews from the History Server", d.Source, d.kinds())
 		}
-	})
-
-	if !withGC {
-		return
-	}
-	// Started once the skewed app has stopped: three drivers at most.
-	t.Run("gc", func(t *testing.T) {
-		g := start(t, "diag-gc-"+ver, "gc", logs, map[string]string{"spark.driver.memory": "512m"})
-		if err := g.WaitReady(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := gw.WaitListed(ctx, client, func(id string) bool { return id == g.AppID }); err != nil {
-			t.Fatal(err)
-		}
-		d, err := getDiagnosis(ctx, client, gw.URL, g.AppID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range d.Findings {
-			t.Logf("%s: %s", f.Kind, f.Seen)
-		}
-		if !slices.Equal(d.kinds(), []string{"gc_pressure"}) || d.Findings[0].Metrics["gc_share"] < 0.10 {
-			t.Errorf("GC-bound app's findings = %v; want gc_pressure only (read %+v)", d.kinds(), d.Read)
-		}
-		_ = g.Stop(ctx)
 	})
 }
 
