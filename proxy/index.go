@@ -18,6 +18,12 @@ type indexRow struct {
 	// Cluster is the Spark operator's SparkApplication ("namespace/name")
 	// and ClusterState its state, "" without one.
 	Cluster, ClusterState string
+	// Diagnosis is the app's diagnosis page.
+	Diagnosis string
+	// ByName is the stable link of the app's name ("" if it has none).
+	ByName string
+	// Stats is what a live app is doing now (nil for finished apps).
+	Stats *indexStats
 	// Search is what the client-side filter matches, lower case.
 	Search string
 }
@@ -36,6 +42,8 @@ type indexPage struct {
 	Health     []sourceRow
 	SourcesUp  int
 	SourceDown int
+	// SortFindings: rows ordered by their findings (?sort=findings).
+	SortFindings bool
 }
 
 // sourceRow is one discovery source on the admin's index.
@@ -83,6 +91,8 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request, st *reqState
 			Cluster:      a.ClusterName,
 			ClusterState: a.ClusterState,
 		}
+		row.Diagnosis = row.Link + diagnosisPath[1:]
+		row.ByName, _ = byNameLink(a.Name)
 		if !a.Live() {
 			row.State = "finished"
 		}
@@ -107,6 +117,10 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request, st *reqState
 			continue
 		}
 		data.Rows = append(data.Rows, row)
+	}
+	s.addLiveStats(r.Context(), data.Rows)
+	if data.SortFindings = r.URL.Query().Get("sort") == "findings"; data.SortFindings {
+		sortByFindings(data.Rows)
 	}
 	return s.pages.render(w, http.StatusOK, "index", data)
 }

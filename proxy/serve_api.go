@@ -15,6 +15,9 @@ import (
 // serveAPIApp serves /api/v1/applications/<id>/...: the live driver's REST,
 // or the History Server's once the driver has gone.
 func (s *Server) serveAPIApp(w http.ResponseWriter, r *http.Request, st *reqState) error {
+	if isDiagnosisAPI(st.route) {
+		return s.serveDiagnosis(w, r, st, true)
+	}
 	if done, err := s.guardRequest(w, r, st); done {
 		return err
 	}

@@ -13,6 +13,9 @@ import (
 // there is one, else the History Server's view of the same page, else a
 // page that waits for the History Server.
 func (s *Server) serveApp(w http.ResponseWriter, r *http.Request, st *reqState) error {
+	if st.route.Kind == KindApp && st.route.Path == diagnosisPath {
+		return s.serveDiagnosis(w, r, st, false)
+	}
 	if done, err := s.guardRequest(w, r, st); done {
 		return err
 	}

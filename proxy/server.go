@@ -25,6 +25,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/sparkgate/sparkgate/proxy/diagnosis"
 	"github.com/sparkgate/sparkgate/proxy/discovery"
 )
 
@@ -74,6 +75,9 @@ type Options struct {
 	// PublicURL is the main origin's URL ("https://spark.example.com");
 	// required with Config.AppDomain, whose hosts take its scheme and port.
 	PublicURL string
+	// Diagnosis holds the thresholds and limits of app diagnoses (the
+	// "diagnosis:" section); zero fields take their defaults.
+	Diagnosis diagnosis.Config
 }
 
 // Server is the gateway's handler for every path except /oauth2/. It is
@@ -105,6 +109,7 @@ type Server struct {
 	// (Config.AppDomain) take its scheme and port.
 	publicURL *url.URL
 	nonces    handoffNonces
+	diag      *diagnoser
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -191,6 +196,12 @@ func New(o Options) (*Server, error) {
 		return dial(ctx, network, addr)
 	}
 	s.upstreams = newUpstreams(s, tr)
+	dcfg := o.Diagnosis
+	dcfg.SetDefaults()
+	if errs := dcfg.Validate(); len(errs) > 0 {
+		return nil, fmt.Errorf("proxy: invalid diagnosis config: %w", errors.Join(errs...))
+	}
+	s.diag = newDiagnoser(dcfg, s.upstreams.transport, func() time.Time { return s.now() })
 	return s, nil
 }
 
@@ -266,6 +277,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, st *reqState) err
 		return s.serveApp(w, r, st)
 	case KindAPIApp:
 		return s.serveAPIApp(w, r, st)
+	case KindByName:
+		return s.serveByName(w, r, st)
 	}
 	return errorf(http.StatusNotFound, "no such page")
 }

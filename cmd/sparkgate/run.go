@@ -85,6 +85,7 @@ func run(ctx context.Context, cfg Config) error {
 		Audit:          logger.Named("audit"),
 		Metrics:        metrics,
 		PublicURL:      cfg.PublicURL,
+		Diagnosis:      cfg.Diagnosis,
 	})
 	if err != nil {
 		return fmt.Errorf("starting proxy: %w", err)
