@@ -26,11 +26,18 @@ test: $(GOTESTSUM) ## unit tests with the race detector
 	$(GO) vet ./...
 	$(GOTESTSUM) --format pkgname-and-test-fails -- -race -count=1 ./...
 
-setup: ## install real Spark, Chromium and the OIDC provider for e2e (idempotent)
+setup: ## install real Spark, Chromium, the OIDC provider, YARN, etcd, kube-apiserver and helm for e2e (idempotent)
 	scripts/setup.sh
+
+# The discovery package's integration test starts a real driver from the
+# first Spark version setup installs; unit test runs skip it (no Spark), so
+# the e2e target runs it and fails if it skipped anyway.
+E2E_SPARK ?= $(firstword $(shell sed -n 's/.*SPARK_VERSIONS:-\([^}]*\)}.*/\1/p' scripts/setup-spark.sh))
 
 e2e: setup build $(GOTESTSUM) ## end-to-end suite against real Spark, a real IdP and headless Chromium
 	mkdir -p e2e/out
+	SPARKGATE_SPARK_HOME=$(CURDIR)/.cache/spark/$(E2E_SPARK) $(GOTESTSUM) --format standard-verbose -- -count=1 -run '^TestIntegration' ./proxy/discovery/ 2>&1 | tee e2e/out/integration.log; exit $${PIPESTATUS[0]}
+	! grep -- '--- SKIP' e2e/out/integration.log
 	$(GOTESTSUM) --format standard-verbose --jsonfile e2e/out/e2e.json -- -tags e2e -count=1 -timeout 60m ./e2e/ 2>&1 | tee e2e/out/e2e.log; exit $${PIPESTATUS[0]}
 
 bench: build ## benchmarks: Go benchmarks and a wrk load test (figures in bench/out/)

@@ -142,6 +142,7 @@ func TestAppOrigins(t *testing.T) {
 		}
 		t.Logf("crawl of A's host: %d pages, truncated=%v, broken=%d, leaks=%d, kill links=%d, offsite=%d",
 			rep.Pages, rep.Truncated, len(rep.Broken), len(rep.Leaks), len(rep.KillLinks), len(rep.Offsite))
+		requireComplete(t, rep)
 		for _, l := range append(append(rep.Broken, rep.Leaks...), rep.KillLinks...) {
 			t.Errorf("A's host: %s", l)
 		}

@@ -81,3 +81,29 @@ func TestCrawlerFindsProblems(t *testing.T) {
 		}
 	}
 }
+
+// TestCrawlerReportsTruncation proves that a crawl stopped by its page limit
+// says so, and one that saw every page does not: requireComplete depends on it.
+func TestCrawlerReportsTruncation(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<a href="/1/">1</a><a href="/2/">2</a><a href="/3/">3</a><a href="/4/">4</a>`)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, c := range []struct {
+		max  int
+		want bool
+	}{{3, true}, {5, false}, {50, false}} {
+		rep, err := Crawl(ctx, NoRedirectClient(nil), srv.URL+"/", CrawlOptions{MaxPages: c.max})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Truncated != c.want {
+			t.Errorf("Crawl(MaxPages=%d).Truncated = %v after %d pages; want %v", c.max, rep.Truncated, rep.Pages, c.want)
+		}
+	}
+}

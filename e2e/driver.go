@@ -29,6 +29,9 @@ type DriverOptions struct {
 	// Light runs local[1] with a small heap and one small job (no cache,
 	// SQL or stream): for tests that need many drivers at once.
 	Light bool
+	// Workload runs only one of app.py's diagnosis workloads ("skew",
+	// "healthy", "fail") instead of the batch jobs and the stream.
+	Workload string
 }
 
 // Driver is a running PySpark driver.
@@ -77,6 +80,9 @@ func StartDriver(ctx context.Context, root string, home SparkHome, opt DriverOpt
 	}
 	if opt.Light {
 		args = append(args, "--light")
+	}
+	if opt.Workload != "" {
+		args = append(args, "--workload", opt.Workload)
 	}
 	keys := make([]string, 0, len(opt.Confs))
 	for k := range opt.Confs {

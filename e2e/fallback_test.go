@@ -166,7 +166,7 @@ func (s *suite) checkFallback(t *testing.T, e *killEnv) {
 	t.Run("crawl", func(t *testing.T) {
 		hsURL, _ := url.Parse(e.hs.URL)
 		rep, err := Crawl(ctx, e.client, bookmark, CrawlOptions{
-			MaxPages: 250,
+			MaxPages: 600,
 			Scope:    []string{"/app/" + e.d.AppID + "/", "/history/" + e.d.AppID + "/"},
 			Skip:     skipLogout,
 			Needles:  append(e.d.HostPorts(), hsURL.Host),

@@ -4,8 +4,13 @@ package e2e
 
 import (
 	"errors"
+	"fmt"
+	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -54,5 +59,47 @@ func TestStartUniqueDriver(t *testing.T) {
 		return nil, errors.New("driver acl-C: python not found")
 	}); err == nil || tries != 1 {
 		t.Errorf("startUniqueDriver with another failure = %v after %d tries; want that error after 1", err, tries)
+	}
+}
+
+// TestPortOwners proves portOwners names the process listening on a port,
+// which the probe test prints when Spark's default UI ports are all taken.
+func TestPortOwners(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	got := portOwners(port, port)[port]
+	if want := fmt.Sprintf("pid %d (", os.Getpid()); !strings.HasPrefix(got, want) {
+		t.Errorf("portOwners(%d) = %q; want it to start with %q", port, got, want)
+	}
+}
+
+// TestWantedSparkVersions: the suite's matrix is the list setup installs,
+// and a version missing from the installations is reported, not dropped.
+func TestWantedSparkVersions(t *testing.T) {
+	t.Setenv("SPARK_E2E_VERSIONS", "")
+	t.Setenv("SPARK_VERSIONS", "")
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := WantedSparkVersions(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) < 2 {
+		t.Errorf("WantedSparkVersions = %v; want the several versions scripts/setup-spark.sh installs", want)
+	}
+	installed := []SparkHome{{Version: want[0]}}
+	homes, missing := matchVersions(installed, want)
+	if len(homes) != 1 || !slices.Equal(missing, want[1:]) {
+		t.Errorf("matchVersions(%v, %v) = %v, %v; want one home and missing %v", installed, want, homes, missing, want[1:])
+	}
+	t.Setenv("SPARK_E2E_VERSIONS", "9.9.9")
+	if got, _ := WantedSparkVersions(root); !slices.Equal(got, []string{"9.9.9"}) {
+		t.Errorf("WantedSparkVersions with SPARK_E2E_VERSIONS=9.9.9 = %v", got)
 	}
 }

@@ -62,16 +62,23 @@ func (s *suite) requireGateway(t *testing.T) {
 	}
 }
 
-// sparkHomes returns the Spark installations under .cache/spark, failing t
-// when there is none: scripts/setup.sh installs them.
+// sparkHomes returns the Spark installations the suite must run, failing t
+// when one is missing: every version scripts/setup-spark.sh installs (or
+// the ones SPARK_E2E_VERSIONS names), so a failed install cannot shrink
+// the matrix unnoticed.
 func (s *suite) sparkHomes(t *testing.T) []SparkHome {
 	t.Helper()
-	homes, err := FindSparkHomes(s.root)
+	installed, err := FindSparkHomes(s.root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(homes) == 0 {
-		t.Fatal("no Spark under .cache/spark; run scripts/setup.sh")
+	want, err := WantedSparkVersions(s.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	homes, missing := matchVersions(installed, want)
+	if len(missing) > 0 {
+		t.Fatalf("Spark %v not installed under .cache/spark (want %v; run scripts/setup.sh, or narrow the run with SPARK_E2E_VERSIONS)", missing, want)
 	}
 	return homes
 }
@@ -187,11 +194,12 @@ func checkTabs(t *testing.T, rep *CrawlReport, tabs []string, bases ...string) {
 }
 
 // requireCleanCrawl fails t unless a crawl through the gateway saw at least
-// minPages pages and found no broken link, no link, redirect or body naming a
-// driver or History Server address, no link leaving the gateway, and no kill
-// control.
+// minPages pages, ended before its page limit, and found no broken link, no
+// link, redirect or body naming a driver or History Server address, no link
+// leaving the gateway, and no kill control.
 func requireCleanCrawl(t *testing.T, rep *CrawlReport, minPages int) {
 	t.Helper()
+	requireComplete(t, rep)
 	if rep.Pages < minPages {
 		t.Errorf("crawl saw only %d pages; want at least %d (first: %.5v)", rep.Pages, minPages, rep.Visited)
 	}
@@ -206,6 +214,16 @@ func requireCleanCrawl(t *testing.T, rep *CrawlReport, minPages int) {
 	}
 	for _, l := range rep.KillLinks {
 		t.Errorf("kill control shown through the gateway: %v", l)
+	}
+}
+
+// requireComplete fails t when a crawl stopped at its page limit: the pages
+// it never fetched were never checked, so a clean report would prove nothing
+// about them. Raise the limit (CrawlOptions.MaxPages) to cover the UI.
+func requireComplete(t *testing.T, rep *CrawlReport) {
+	t.Helper()
+	if rep.Truncated {
+		t.Errorf("crawl reached its limit of %d pages with links still unvisited; raise MaxPages to cover the UI", rep.Pages)
 	}
 }
 

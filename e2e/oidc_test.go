@@ -6,8 +6,10 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/cookiejar"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -86,14 +88,25 @@ func TestOIDCGateway(t *testing.T) {
 	}
 	t.Cleanup(gw.Stop)
 
+	// Without a session the gateway challenges, in the one way each kind of
+	// client can follow: a program gets 401 with a Bearer challenge, a
+	// browser a 302 to sign in that returns to where it was going. Any other
+	// refusal (a 500, a 404, a transport error) is a failure, not a pass.
 	t.Run("not signed in", func(t *testing.T) {
-		resp, err := NoRedirectClient(nil).Get(gw.URL + "/api/v1/applications")
+		c := NoRedirectClient(nil)
+		code, h, err := answer(ctx, c, gw.URL+"/api/v1/applications")
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp.Body.Close()
-		if resp.StatusCode < 300 || resp.StatusCode == http.StatusOK {
-			t.Errorf("GET /api/v1/applications without a session = %d; want a refusal or a redirect to sign in", resp.StatusCode)
+		if want := `Bearer realm="sparkgate"`; code != http.StatusUnauthorized || h.Get("WWW-Authenticate") != want {
+			t.Errorf("GET /api/v1/applications without a session = %d, WWW-Authenticate %q; want 401, %q", code, h.Get("WWW-Authenticate"), want)
+		}
+		code, h, err = answer(ctx, c, gw.URL+"/?q=deep-link")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "/oauth2/login?rd=" + url.QueryEscape("/?q=deep-link"); code != http.StatusFound || h.Get("Location") != want {
+			t.Errorf("GET /?q=deep-link without a session = %d, Location %q; want 302 to %q", code, h.Get("Location"), want)
 		}
 	})
 
@@ -154,11 +167,35 @@ func TestOIDCGateway(t *testing.T) {
 		if _, _, err := gw.Watch.WaitFor(wctx, regexp.MustCompile(`/api/v1/applications".*"user": "svc-reporter"`), nil); err != nil {
 			t.Errorf("no request as svc-reporter in the gateway log: %v", err)
 		}
+		// A forged token is refused as an invalid token (401), not by some
+		// failure on the way (a transport error or a 5xx would also make
+		// the app list fail).
 		bad := &http.Client{Timeout: 30 * time.Second, Transport: bearer{tok[:len(tok)-4] + "AAAA"}}
-		if _, err := gw.Apps(ctx, bad); err == nil {
-			t.Errorf("app list with a forged bearer JWT succeeded; want a refusal")
+		code, h, err := answer(ctx, bad, gw.URL+"/api/v1/applications")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := `Bearer realm="sparkgate", error="invalid_token"`; code != http.StatusUnauthorized || h.Get("WWW-Authenticate") != want {
+			t.Errorf("app list with a forged bearer JWT = %d, WWW-Authenticate %q; want 401, %q", code, h.Get("WWW-Authenticate"), want)
 		}
 	})
+}
+
+// answer GETs u once, without following redirects, and returns the status
+// and headers.
+func answer(ctx context.Context, c *http.Client, u string) (int, http.Header, error) {
+	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, nil, fmt.Errorf("building request: %w", err)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, nil, fmt.Errorf("GET %s: %w", u, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header, nil
 }
 
 type bearer struct{ tok string }

@@ -66,3 +66,67 @@ func ephemeralLow() int {
 	}
 	return lo
 }
+
+// portOwners describes who listens on each busy TCP port in [lo, hi]:
+// "pid 123 (java … SparkSubmit …)", from /proc/net/tcp{,6} and the socket
+// inodes in /proc/<pid>/fd. A listener whose process this user may not read
+// is named by its socket inode only.
+func portOwners(lo, hi int) map[int]string {
+	inodes := map[string]int{} // socket inode -> port
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			fs := strings.Fields(line)
+			// sl local_address rem_address st tx:rx tr:tm retrnsmt uid timeout inode
+			if len(fs) < 10 || fs[3] != "0A" { // 0A: LISTEN
+				continue
+			}
+			i := strings.LastIndexByte(fs[1], ':')
+			port, err := strconv.ParseInt(fs[1][i+1:], 16, 32)
+			if err != nil || int(port) < lo || int(port) > hi {
+				continue
+			}
+			inodes[fs[9]] = int(port)
+		}
+	}
+	owners := map[int]string{}
+	for inode, port := range inodes {
+		owners[port] = "socket inode " + inode + " (owner not readable)"
+	}
+	pids, _ := os.ReadDir("/proc")
+	for _, p := range pids {
+		if _, err := strconv.Atoi(p.Name()); err != nil {
+			continue
+		}
+		fds, err := os.ReadDir("/proc/" + p.Name() + "/fd")
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			l, err := os.Readlink("/proc/" + p.Name() + "/fd/" + fd.Name())
+			if err != nil || !strings.HasPrefix(l, "socket:[") {
+				continue
+			}
+			if port, ok := inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")]; ok {
+				owners[port] = "pid " + p.Name() + " (" + cmdline(p.Name()) + ")"
+			}
+		}
+	}
+	return owners
+}
+
+// cmdline returns a process's command line, shortened to what names it.
+func cmdline(pid string) string {
+	b, err := os.ReadFile("/proc/" + pid + "/cmdline")
+	if err != nil {
+		return "?"
+	}
+	s := strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
+	if len(s) > 160 {
+		s = s[:160] + "…"
+	}
+	return s
+}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 )
 
@@ -37,16 +39,13 @@ type SparkHome struct {
 	Home    string // SPARK_HOME: the pyspark package directory (bin/, jars/)
 }
 
-// FindSparkHomes lists the Spark installations under .cache/spark/*, sorted by
-// version. SPARK_E2E_VERSIONS (space-separated) may narrow the list.
+// FindSparkHomes lists the complete Spark installations under
+// .cache/spark/* (those scripts/setup-spark.sh finished: it writes .done
+// last), sorted by version.
 func FindSparkHomes(root string) ([]SparkHome, error) {
 	pys, err := filepath.Glob(filepath.Join(root, ".cache", "spark", "*", "venv", "lib", "python3*", "site-packages", "pyspark"))
 	if err != nil {
 		return nil, fmt.Errorf("globbing spark homes: %w", err)
-	}
-	want := map[string]bool{}
-	for _, v := range splitFields(os.Getenv("SPARK_E2E_VERSIONS")) {
-		want[v] = true
 	}
 	var homes []SparkHome
 	for _, p := range pys {
@@ -54,14 +53,56 @@ func FindSparkHomes(root string) ([]SparkHome, error) {
 			continue
 		}
 		venv := filepath.Clean(filepath.Join(p, "..", "..", "..", ".."))
-		ver := filepath.Base(filepath.Dir(venv))
-		if len(want) > 0 && !want[ver] {
+		if _, err := os.Stat(filepath.Join(filepath.Dir(venv), ".done")); err != nil {
 			continue
 		}
+		ver := filepath.Base(filepath.Dir(venv))
 		homes = append(homes, SparkHome{Version: ver, Venv: venv, Python: filepath.Join(venv, "bin", "python"), Home: p})
 	}
 	sort.Slice(homes, func(i, j int) bool { return homes[i].Version < homes[j].Version })
 	return homes, nil
+}
+
+var reSetupVersions = regexp.MustCompile(`\$\{SPARK_VERSIONS:-([^}]*)\}`)
+
+// WantedSparkVersions returns the Spark versions the suite must run: those
+// named by SPARK_E2E_VERSIONS (space-separated, to narrow a run on
+// purpose), else those scripts/setup-spark.sh installs (its default list,
+// or SPARK_VERSIONS as the script itself reads it).
+func WantedSparkVersions(root string) ([]string, error) {
+	if v := splitFields(os.Getenv("SPARK_E2E_VERSIONS")); len(v) > 0 {
+		return v, nil
+	}
+	if v := splitFields(os.Getenv("SPARK_VERSIONS")); len(v) > 0 {
+		return v, nil
+	}
+	b, err := os.ReadFile(filepath.Join(root, "scripts", "setup-spark.sh"))
+	if err != nil {
+		return nil, fmt.Errorf("reading the Spark versions setup installs: %w", err)
+	}
+	m := reSetupVersions.FindSubmatch(b)
+	if m == nil || len(splitFields(string(m[1]))) == 0 {
+		return nil, fmt.Errorf("scripts/setup-spark.sh names no default ${SPARK_VERSIONS:-…} list")
+	}
+	return splitFields(string(m[1])), nil
+}
+
+// matchVersions returns the installations of the wanted versions, in the
+// order of installed, and the wanted versions not installed.
+func matchVersions(installed []SparkHome, want []string) (homes []SparkHome, missing []string) {
+	have := map[string]bool{}
+	for _, h := range installed {
+		if slices.Contains(want, h.Version) {
+			homes = append(homes, h)
+			have[h.Version] = true
+		}
+	}
+	for _, v := range want {
+		if !have[v] {
+			missing = append(missing, v)
+		}
+	}
+	return homes, missing
 }
 
 func splitFields(s string) []string {

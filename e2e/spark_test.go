@@ -140,6 +140,7 @@ func (s *suite) checkDirect(t *testing.T, d *Driver, home SparkHome) {
 		t.Fatal(err)
 	}
 	logCrawl(t, "direct crawl", rep)
+	requireComplete(t, rep)
 	t.Logf("direct crawl took %v", time.Since(t0).Round(time.Millisecond))
 	_ = RecordFigure(s.outDir, "direct_crawl_"+home.Version, fmt.Sprintf("%v pages=%d", time.Since(t0).Round(time.Millisecond), rep.Pages))
 	for _, l := range rep.Broken {
@@ -210,13 +211,14 @@ func (s *suite) checkHistoryDirect(t *testing.T, hs *HistoryServer, d *Driver) {
 	ctx := ctxFor(t, 5*time.Minute)
 	t0 := time.Now()
 	rep, err := Crawl(ctx, NoRedirectClient(nil), hs.URL+"/history/"+d.AppID+"/jobs/", CrawlOptions{
-		MaxPages: 300,
+		MaxPages: 600,
 		Scope:    []string{"/history/" + d.AppID + "/"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	logCrawl(t, "history crawl", rep)
+	requireComplete(t, rep)
 	t.Logf("history crawl took %v", time.Since(t0).Round(time.Millisecond))
 	for _, l := range rep.Broken {
 		t.Errorf("broken: %v", l)

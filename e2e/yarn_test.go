@@ -137,7 +137,7 @@ func (s *suite) checkYARNCrawl(t *testing.T, gw *Gateway, c *http.Client, d *Dri
 	ctx := ctxFor(t, 3*time.Minute)
 	t0 := time.Now()
 	rep, err := Crawl(ctx, c, gw.URL+"/app/"+d.AppID+"/", CrawlOptions{
-		MaxPages: 300,
+		MaxPages: 600,
 		Scope:    []string{"/app/" + d.AppID + "/", "/proxy/" + d.AppID + "/"},
 		Skip:     skipLogout,
 		Needles:  append(d.HostPorts(), y.HostPorts()...),
@@ -190,15 +190,32 @@ func checkYARNKill(ctx context.Context, t *testing.T, gw *Gateway, c *http.Clien
 			t.Errorf("%s %s = %d; want 403", k.method, k.path, code)
 		}
 	}
-	// Nothing reached the driver: the long job still runs.
-	jobs, _, err := DriverJobs(ctx, d)
+	// Nothing reached the driver: the long job is still listed and RUNNING
+	// and its stage ACTIVE, with no task killed. A job the driver no longer
+	// lists (or a driver that is gone) is a failure, not a pass.
+	jobs, stages, err := DriverJobs(ctx, d)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("asking the driver for its jobs after the refused kills: %v", err)
 	}
+	foundJob, foundStage := false, false
 	for _, j := range jobs {
-		if j.JobID == jobID && j.Status != "RUNNING" {
-			t.Errorf("job %d is %s after refused kills; want RUNNING", jobID, j.Status)
+		if j.JobID == jobID {
+			foundJob = true
+			if j.Status != "RUNNING" || j.NumKilledTasks != 0 {
+				t.Errorf("job %d is %s with %d killed tasks after refused kills; want RUNNING, 0", jobID, j.Status, j.NumKilledTasks)
+			}
 		}
+	}
+	for _, st := range stages {
+		if st.StageID == stageID {
+			foundStage = true
+			if st.Status != "ACTIVE" || st.NumKilledTasks != 0 {
+				t.Errorf("stage %d is %s (%q) with %d killed tasks after refused kills; want ACTIVE, 0", stageID, st.Status, st.FailureReason, st.NumKilledTasks)
+			}
+		}
+	}
+	if !foundJob || !foundStage {
+		t.Errorf("driver no longer lists job %d (%v) or stage %d (%v) after refused kills; want both still running", jobID, foundJob, stageID, foundStage)
 	}
 }
 

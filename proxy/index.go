@@ -24,6 +24,15 @@ type indexRow struct {
 	Duration              string
 	Version, Source       string
 	Link                  string
+	// Cluster is the Spark operator's SparkApplication ("namespace/name")
+	// and ClusterState its state, "" without one.
+	Cluster, ClusterState string
+	// Diagnosis is the app's diagnosis page.
+	Diagnosis string
+	// ByName is the stable link of the app's name ("" if it has none).
+	ByName string
+	// Stats is what a live app is doing now (nil for finished apps).
+	Stats *indexStats
 	// Search is what the client-side filter matches, lower case.
 	Search string
 }
@@ -41,13 +50,28 @@ type indexPage struct {
 	Sources        []string
 	ShowSources    bool // to admins only
 	HistoryServers []string
+	// Health is each polled discovery source's state, for admins only.
+	Health     []sourceRow
+	SourcesUp  int
+	SourceDown int
+	// SortFindings: rows ordered by their findings (?sort=findings).
+	SortFindings bool
+}
+
+// sourceRow is one discovery source on the admin's index.
+type sourceRow struct {
+	Name, Since, SinceISO, Error string
+	Up                           bool
+	Failures                     uint64
 }
 
 // serveIndex lists the apps the user may view, one page of rows at a
 // time (?page=, 1-based, and ?n=, the page size). ?q= filters on the server
 // before paging (works without JavaScript): an app matches when each of the
-// query's words is in its id, name, owner, state, version or source; the
-// page's script filters the rows shown as one types, the same way.
+// query's words is in its id, name, owner, state, version, source or
+// cluster; the page's script filters the rows shown as one types, the same
+// way. ?sort=findings orders every matching app by its findings before
+// paging.
 func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request, st *reqState) error {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return &httpError{Status: http.StatusMethodNotAllowed, Msg: "only GET and HEAD", Allow: "GET, HEAD"}
@@ -73,11 +97,14 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request, st *reqState
 		Query:          q,
 		Total:          len(vis),
 		HistoryServers: s.hsNames,
+		SortFindings:   qv.Get("sort") == "findings",
 	}
 	if s.isAdmin != nil && s.isAdmin(st.ident) {
 		data.Sources, data.ShowSources = s.sources, true
+		data.Health, data.SourcesUp, data.SourceDown = s.sourceRows()
 	}
-	// Only the rows of the page asked for are rendered; the others are
+	// Only the rows of the page asked for are rendered (every matching row
+	// when sorted by findings, which the live stats decide); the others are
 	// counted and matched.
 	skip := (page - 1) * size
 	for _, v := range vis {
@@ -92,12 +119,12 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request, st *reqState
 		if !running {
 			state = "finished"
 		}
-		search := strings.ToLower(strings.Join([]string{a.ID, a.Name, a.User, state, a.SparkVersion, a.Source}, " "))
+		search := strings.ToLower(strings.Join([]string{a.ID, a.Name, a.User, state, a.SparkVersion, a.Source, a.ClusterName, a.ClusterState}, " "))
 		if !matchesAll(search, terms) {
 			continue
 		}
 		data.Matched++
-		if data.Matched <= skip || len(data.Rows) >= size {
+		if !data.SortFindings && (data.Matched <= skip || len(data.Rows) >= size) {
 			continue
 		}
 		row := indexRow{
@@ -110,7 +137,12 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request, st *reqState
 			Source:  a.Source,
 			Link:    "/app/" + a.ID + "/",
 			Search:  search,
+
+			Cluster:      a.ClusterName,
+			ClusterState: a.ClusterState,
 		}
+		row.Diagnosis = row.Link + diagnosisPath[1:]
+		row.ByName, _ = byNameLink(a.Name)
 		if !a.StartTime.IsZero() {
 			row.Start = a.StartTime.UTC().Format("2006-01-02 15:04 UTC")
 			row.StartISO = a.StartTime.UTC().Format(time.RFC3339)
@@ -124,14 +156,19 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request, st *reqState
 		}
 		data.Rows = append(data.Rows, row)
 	}
+	s.addLiveStats(r.Context(), data.Rows)
+	if data.SortFindings {
+		sortByFindings(data.Rows)
+		data.Rows = data.Rows[min(skip, len(data.Rows)):min(skip+size, len(data.Rows))]
+	}
 	if len(data.Rows) > 0 {
 		data.First, data.Last = skip+1, skip+len(data.Rows)
 	}
 	if page > 1 && data.Matched > 0 {
-		data.Prev = indexPageURL(q, size, min(page-1, (data.Matched+size-1)/size))
+		data.Prev = indexPageURL(q, size, min(page-1, (data.Matched+size-1)/size), data.SortFindings)
 	}
 	if skip+size < data.Matched {
-		data.Next = indexPageURL(q, size, page+1)
+		data.Next = indexPageURL(q, size, page+1, data.SortFindings)
 	}
 	return s.pages.render(w, http.StatusOK, "index", data)
 }
@@ -146,8 +183,9 @@ func matchesAll(hay string, terms []string) bool {
 	return true
 }
 
-// indexPageURL is the index's URL for a page, keeping the query and size.
-func indexPageURL(q string, size, page int) string {
+// indexPageURL is the index's URL for a page, keeping the query, size and
+// order.
+func indexPageURL(q string, size, page int, byFindings bool) string {
 	v := url.Values{}
 	if q != "" {
 		v.Set("q", q)
@@ -158,10 +196,35 @@ func indexPageURL(q string, size, page int) string {
 	if page > 1 {
 		v.Set("page", strconv.Itoa(page))
 	}
+	if byFindings {
+		v.Set("sort", "findings")
+	}
 	if len(v) == 0 {
 		return "/"
 	}
 	return "/?" + v.Encode()
+}
+
+// sourceRows describes each polled discovery source: up, or down since
+// when, with how many failed polls and the last error.
+func (s *Server) sourceRows() (rows []sourceRow, up, down int) {
+	if s.health == nil {
+		return nil, 0, 0
+	}
+	for _, h := range s.health() {
+		r := sourceRow{Name: h.Name, Up: h.Up, Failures: h.Failures, Error: h.LastError}
+		if h.Up {
+			up++
+		} else {
+			down++
+			if !h.DownSince.IsZero() {
+				r.Since = h.DownSince.UTC().Format("2006-01-02 15:04:05 UTC")
+				r.SinceISO = h.DownSince.UTC().Format(time.RFC3339)
+			}
+		}
+		rows = append(rows, r)
+	}
+	return rows, up, down
 }
 
 // humanDuration prints a duration the way Spark's UI does: "45 s",

@@ -4,8 +4,11 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/sparkgate/sparkgate/proxy/discovery"
 )
 
 func TestIndexListsOnlyPermittedApps(t *testing.T) {
@@ -156,5 +159,37 @@ func TestIndexRendersOnePage(t *testing.T) {
 	_, body = h.do(t, "GET", "/?q=alice+nightly", "alice", nil)
 	if got := rows(body); !cmp.Equal(got, []string{appHistory}) {
 		t.Errorf("?q=alice nightly = %v; want [%s]", got, appHistory)
+	}
+}
+
+// TestIndexShowsSourceHealthToAdmins: a discovery source that is down is a
+// state on the admin's index (since when, how many failed polls, why), not
+// only a line in the log; other users see nothing of the sources.
+func TestIndexShowsSourceHealthToAdmins(t *testing.T) {
+	since := time.Date(2024, 1, 1, 9, 30, 0, 0, time.UTC)
+	h := newHarness(t, func(o *Options) {
+		o.IsAdmin = func(id Identity) bool { return id.User == "root" }
+		o.SourceHealth = func() []discovery.SourceHealth {
+			return []discovery.SourceHealth{
+				{Name: "history:spare", Up: false, LastError: "dial tcp 127.0.0.1:18080: connect: connection refused", DownSince: since, Failures: 42},
+				{Name: "probe:10.0.0.5:4040-4056", Up: true, LastSuccess: since},
+			}
+		}
+	})
+	_, body := h.do(t, "GET", "/", "root", nil)
+	for _, want := range []string{
+		`<details class="sources" open>`, "1 up", `<span class="state down">1 down</span>`,
+		"<code>history:spare</code>", `since <time datetime="2024-01-01T09:30:00Z">2024-01-01 09:30:00 UTC</time>`,
+		"<td>42</td>", "connection refused", "<code>probe:10.0.0.5:4040-4056</code>", `<span class="state running">up</span>`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("admin's index lacks %q:\n%s", want, body)
+		}
+	}
+	_, body = h.do(t, "GET", "/", "alice", nil)
+	for _, notWant := range []string{"Discovery sources", "history:spare", "18080", "probe:10.0.0.5"} {
+		if strings.Contains(body, notWant) {
+			t.Errorf("alice's index shows %q", notWant)
+		}
 	}
 }

@@ -48,20 +48,14 @@ type killPage struct {
 // token) is refused here like any other request.
 func (s *Server) serveKillConfirm(w http.ResponseWriter, r *http.Request, st *reqState, kind string) error {
 	rt := st.route
-	app, ok := s.reg.Lookup(rt.AppID)
-	if !ok {
-		return notFoundApp(rt.AppID)
-	}
-	if !app.Live() {
-		return &httpError{Status: http.StatusConflict, Title: "Nothing to kill", AppID: app.ID,
-			Msg: fmt.Sprintf("application %s has finished", app.ID)}
-	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodPost {
-		return &httpError{Status: http.StatusMethodNotAllowed, Msg: "use the confirmation form", Allow: "GET, HEAD, POST", AppID: app.ID}
+		return &httpError{Status: http.StatusMethodNotAllowed, Msg: "use the confirmation form", Allow: "GET, HEAD, POST", AppID: rt.AppID}
 	}
-	if err := s.authorize(st, app, nil, View); err != nil {
+	to, err := s.resolveApp(st, resolveOpts{liveOnly: true})
+	if err != nil {
 		return err
 	}
+	app := to.app
 	if err := s.authorize(st, app, nil, Modify); err != nil {
 		return err
 	}

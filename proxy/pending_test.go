@@ -63,3 +63,18 @@ func TestProxyDialsPinnedAddress(t *testing.T) {
 		t.Errorf("driver got %q; want /jobs/", got)
 	}
 }
+
+// TestKillConfirmOfFinishedAppLooksUnknown: the confirmation of a kill on a
+// finished app says "nothing to kill" only to a user who may view the app;
+// anyone else gets the 404 of an unknown id.
+func TestKillConfirmOfFinishedAppLooksUnknown(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(o *Options) { o.Config.Kill = KillModifyACL })
+	p := "/app/" + appWaiting + "/jobs/job/kill/?id=1"
+	if resp, _ := h.raw(t, http.MethodGet, p, "alice"); resp.StatusCode != http.StatusConflict {
+		t.Errorf("owner GET %s = %d; want 409", p, resp.StatusCode)
+	}
+	if resp, _ := h.raw(t, http.MethodGet, p, "bob"); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("non-viewer GET %s = %d; want 404", p, resp.StatusCode)
+	}
+}

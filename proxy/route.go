@@ -27,9 +27,11 @@ const (
 	KindAPIApp
 	// KindNotFound is any other path.
 	KindNotFound
+	// KindByName is "/by-name/<app name>[/...]": the newest app of that name.
+	KindByName
 )
 
-var kindNames = [...]string{"index", "gateway", "auth", "app", "proxy", "history", "history-alias", "api-list", "api-app", "not-found"}
+var kindNames = [...]string{"index", "gateway", "auth", "app", "proxy", "history", "history-alias", "api-list", "api-app", "not-found", "by-name"}
 
 // String names the kind for logs and metrics.
 func (k Kind) String() string {
@@ -45,6 +47,7 @@ type Route struct {
 	AppID   string // "" when the path names no app
 	Attempt string // attempt id when the path names one
 	Server  string // history server name for KindHistory
+	Name    string // application name for KindByName
 	// Prefix is the public prefix the upstream path is under, e.g.
 	// "/app/local-1700000000000"; it is what X-Forwarded-Context carries.
 	// It is "" for kinds that are not proxied under a prefix (KindIndex,
@@ -104,6 +107,12 @@ func ParseRoute(escapedPath string) (Route, error) {
 		return Route{Kind: k, AppID: id, Prefix: p[:2+len(first)+len(id)], Path: tail}, nil
 	case "hs":
 		return parseHistoryServer(p, rest)
+	case "by-name":
+		// The name is one decoded segment (names with "/" have no by-name
+		// link); Path is what follows it, "/" at least.
+		if name, tail, ok := cutSegment(rest); ok {
+			return Route{Kind: KindByName, Name: name, Path: tail}, nil
+		}
 	case "history":
 		id, tail, ok := cutSegment(rest)
 		if !ok {

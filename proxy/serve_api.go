@@ -15,33 +15,26 @@ import (
 // serveAPIApp serves /api/v1/applications/<id>/...: the live driver's REST,
 // or the History Server's once the driver has gone.
 func (s *Server) serveAPIApp(w http.ResponseWriter, r *http.Request, st *reqState) error {
+	if isDiagnosisAPI(st.route) {
+		return s.serveDiagnosis(w, r, st, true)
+	}
 	if done, err := s.guardRequest(w, r, st); done {
 		return err
 	}
-	rt := st.route
-	app, ok := s.reg.Lookup(rt.AppID)
-	if !ok {
-		return notFoundApp(rt.AppID)
+	to, err := s.resolveApp(st, resolveOpts{attempt: st.route.Attempt})
+	if err != nil {
+		return err
 	}
-	if app.Live() {
-		if err := s.authorize(st, app, nil, View); err != nil {
-			return err
-		}
-		// A Location from the driver's REST resolves under /app/<id>.
-		st.prefix = "/app/" + app.ID
-		st.suspectID = app.ID
-		s.proxyDriver(w, r, st, app.UIURL)
-		return nil
-	}
-	if ref := s.historyFor(app, rt.Attempt); ref != nil {
-		if err := s.authorize(st, app, ref, View); err != nil {
-			return err
-		}
+	if ref := to.hist; ref != nil {
 		st.prefix = "/hs/" + ref.Server
 		s.proxy(w, r, st, s.hs[ref.Server], "History Server "+ref.Server)
 		return nil
 	}
-	return s.waitForHistory(st, app, "")
+	// A Location from the driver's REST resolves under /app/<id>.
+	st.prefix = "/app/" + to.app.ID
+	st.suspectID = to.app.ID
+	s.proxyDriver(w, r, st, to.app.UIURL)
+	return nil
 }
 
 // sparkDate is the date layout of Spark's REST API.

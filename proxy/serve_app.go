@@ -13,50 +13,19 @@ import (
 // there is one, else the History Server's view of the same page, else a
 // page that waits for the History Server.
 func (s *Server) serveApp(w http.ResponseWriter, r *http.Request, st *reqState) error {
+	if st.route.Kind == KindApp && st.route.Path == diagnosisPath {
+		return s.serveDiagnosis(w, r, st, false)
+	}
 	if done, err := s.guardRequest(w, r, st); done {
 		return err
 	}
 	rt := st.route
-	app, ok := s.reg.Lookup(rt.AppID)
-	if !ok {
-		return notFoundApp(rt.AppID)
+	to, err := s.resolveApp(st, resolveOpts{})
+	if err != nil {
+		return err
 	}
-	// Every answer below, redirects included, tells that the app exists:
-	// each is given only after the user is found to be allowed to view it.
-	if app.Live() {
-		if err := s.authorize(st, app, nil, View); err != nil {
-			return err
-		}
-		if rt.Kind == KindApp && app.ProxyBase != "" {
-			// The driver ignores X-Forwarded-Context and links under
-			// /proxy/<id>; serve it there so its links resolve.
-			redirect(w, r, "/proxy/"+app.ID+rt.Path)
-			return nil
-		}
-		if s.cfg.AppDomain != "" && !st.onAppHost {
-			// Served on the app's own host only: hand the user over.
-			path := rt.Path
-			if rt.Kind == KindProxy {
-				path = rt.Prefix + rt.Path
-			}
-			s.handOff(w, r, st, app.ID, path)
-			return nil
-		}
-		st.prefix = rt.Prefix
-		if app.ProxyBase == "" {
-			st.xfc = rt.Prefix
-		}
-		st.suspectID = app.ID
-		if s.cfg.Kill == KillModifyACL {
-			st.killApp = app
-		}
-		s.proxyDriver(w, r, st, app.UIURL)
-		return nil
-	}
-	if ref := s.historyFor(app, ""); ref != nil {
-		if err := s.authorize(st, app, ref, View); err != nil {
-			return err
-		}
+	app := to.app
+	if ref := to.hist; ref != nil {
 		if p, ok := historyREST(ref, app.ID, rt.Path); ok {
 			redirect(w, r, p)
 			return nil
@@ -64,7 +33,31 @@ func (s *Server) serveApp(w http.ResponseWriter, r *http.Request, st *reqState) 
 		redirect(w, r, historyPath(ref, app.ID, "")+rt.Path)
 		return nil
 	}
-	return s.waitForHistory(st, app, "")
+	if rt.Kind == KindApp && app.ProxyBase != "" {
+		// The driver ignores X-Forwarded-Context and links under
+		// /proxy/<id>; serve it there so its links resolve.
+		redirect(w, r, "/proxy/"+app.ID+rt.Path)
+		return nil
+	}
+	if s.cfg.AppDomain != "" && !st.onAppHost {
+		// Served on the app's own host only: hand the user over.
+		path := rt.Path
+		if rt.Kind == KindProxy {
+			path = rt.Prefix + rt.Path
+		}
+		s.handOff(w, r, st, app.ID, path)
+		return nil
+	}
+	st.prefix = rt.Prefix
+	if app.ProxyBase == "" {
+		st.xfc = rt.Prefix
+	}
+	st.suspectID = app.ID
+	if s.cfg.Kill == KillModifyACL {
+		st.killApp = app
+	}
+	s.proxyDriver(w, r, st, app.UIURL)
+	return nil
 }
 
 // historyPath is the gateway path of an app's UI on a History Server,

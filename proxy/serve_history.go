@@ -37,31 +37,19 @@ func (s *Server) serveHistory(w http.ResponseWriter, r *http.Request, st *reqSta
 		}
 		return errorf(http.StatusNotFound, "no such page")
 	}
-	app, ok := s.reg.Lookup(rt.AppID)
-	if !ok {
-		return notFoundApp(rt.AppID)
+	to, err := s.resolveApp(st, resolveOpts{server: rt.Server,
+		waitMsg: fmt.Sprintf("History Server %s does not list application %s yet", rt.Server, rt.AppID)})
+	if err != nil {
+		return err
 	}
-	for i := range app.History {
-		ref := &app.History[i]
-		if ref.Server != rt.Server {
-			continue
-		}
-		if err := s.authorize(st, app, ref, View); err != nil {
-			return err
-		}
-		s.proxy(w, r, st, base, label)
-		return nil
-	}
-	if app.Live() {
+	if to.hist == nil {
 		// A bookmark of the history view of an app that runs again
 		// (or not yet listed there): the stable URL knows where it is.
-		if err := s.authorize(st, app, nil, View); err != nil {
-			return err
-		}
-		redirect(w, r, "/app/"+app.ID+"/")
+		redirect(w, r, "/app/"+to.app.ID+"/")
 		return nil
 	}
-	return s.waitForHistory(st, app, fmt.Sprintf("History Server %s does not list application %s yet", rt.Server, app.ID))
+	s.proxy(w, r, st, base, label)
+	return nil
 }
 
 // serveHistoryAlias redirects /history/<id>[/<attempt>]/... (the History
@@ -69,31 +57,22 @@ func (s *Server) serveHistory(w http.ResponseWriter, r *http.Request, st *reqSta
 // has the app.
 func (s *Server) serveHistoryAlias(w http.ResponseWriter, r *http.Request, st *reqState) error {
 	rt := st.route
-	app, ok := s.reg.Lookup(rt.AppID)
-	if !ok {
-		return notFoundApp(rt.AppID)
+	to, err := s.resolveApp(st, resolveOpts{attempt: rt.Attempt, historyFirst: true})
+	if err != nil {
+		return err
 	}
-	if ref := s.historyFor(app, rt.Attempt); ref != nil {
-		if err := s.authorize(st, app, ref, View); err != nil {
-			return err
-		}
+	if to.hist != nil {
 		// rt.Path is the whole "/history/<id>/..." path.
-		redirect(w, r, "/hs/"+ref.Server+rt.Path)
+		redirect(w, r, "/hs/"+to.hist.Server+rt.Path)
 		return nil
 	}
-	if app.Live() {
-		if err := s.authorize(st, app, nil, View); err != nil {
-			return err
-		}
-		rest := strings.TrimPrefix(rt.Path, "/history/"+app.ID)
-		if rt.Attempt != "" {
-			rest = strings.TrimPrefix(rest, "/"+rt.Attempt)
-		}
-		if rest == "" {
-			rest = "/"
-		}
-		redirect(w, r, "/app/"+app.ID+rest)
-		return nil
+	rest := strings.TrimPrefix(rt.Path, "/history/"+to.app.ID)
+	if rt.Attempt != "" {
+		rest = strings.TrimPrefix(rest, "/"+rt.Attempt)
 	}
-	return s.waitForHistory(st, app, "")
+	if rest == "" {
+		rest = "/"
+	}
+	redirect(w, r, "/app/"+to.app.ID+rest)
+	return nil
 }

@@ -25,6 +25,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/sparkgate/sparkgate/proxy/diagnosis"
 	"github.com/sparkgate/sparkgate/proxy/discovery"
 )
 
@@ -45,14 +46,19 @@ type Options struct {
 	// WantACLs, if set, is told that a request waits for an app's ACLs
 	// (Verdict.Pending), so that discovery reads them before any other.
 	WantACLs func(appID string)
-	// IsAdmin reports whether an identity is one of the gateway's admins;
-	// nil means none is.
+	// IsAdmin reports whether an identity may see how the gateway runs
+	// (where discovery looks, its sources' state); nil means none may. It
+	// grants no access to any app.
 	IsAdmin func(Identity) bool
 	// Sources describes where discovery looks ("driver logs /var/log/spark",
 	// "port probe 10.0.0.5:4040-4056"); the index shows it to admins when
 	// it lists nothing: it names hosts and paths that other users need not
 	// learn.
 	Sources []string
+	// SourceHealth, if set, reports each polled discovery source's state
+	// (discovery.Discoverer.Sources); the index shows admins which are
+	// down, since when and why.
+	SourceHealth func() []discovery.SourceHealth
 	// CSRFKey signs kill confirmations (Kill "modify-acl"). Replicas behind
 	// one load balancer need the same key; nil picks a random one.
 	CSRFKey []byte
@@ -69,6 +75,9 @@ type Options struct {
 	// PublicURL is the main origin's URL ("https://spark.example.com");
 	// required with Config.AppDomain, whose hosts take its scheme and port.
 	PublicURL string
+	// Diagnosis holds the thresholds and limits of app diagnoses (the
+	// "diagnosis:" section); zero fields take their defaults.
+	Diagnosis diagnosis.Config
 }
 
 // Server is the gateway's handler for every path except /oauth2/. It is
@@ -86,6 +95,7 @@ type Server struct {
 	isAdmin   func(Identity) bool
 	wantACLs  func(string)
 	sources   []string
+	health    func() []discovery.SourceHealth
 	csrfKey   []byte
 	secure    bool // mark the gateway's cookies Secure
 	log       *zap.Logger
@@ -99,6 +109,7 @@ type Server struct {
 	// (Config.AppDomain) take its scheme and port.
 	publicURL *url.URL
 	nonces    handoffNonces
+	diag      *diagnoser
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -146,6 +157,7 @@ func New(o Options) (*Server, error) {
 		wantACLs: o.WantACLs,
 		isAdmin:  o.IsAdmin,
 		sources:  o.Sources,
+		health:   o.SourceHealth,
 		csrfKey:  key,
 		secure:   o.SecureCookies,
 		log:      o.Logger,
@@ -184,6 +196,12 @@ func New(o Options) (*Server, error) {
 		return dial(ctx, network, addr)
 	}
 	s.upstreams = newUpstreams(s, tr)
+	dcfg := o.Diagnosis
+	dcfg.SetDefaults()
+	if errs := dcfg.Validate(); len(errs) > 0 {
+		return nil, fmt.Errorf("proxy: invalid diagnosis config: %w", errors.Join(errs...))
+	}
+	s.diag = newDiagnoser(dcfg, s.upstreams.transport, func() time.Time { return s.now() })
 	return s, nil
 }
 
@@ -259,6 +277,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, st *reqState) err
 		return s.serveApp(w, r, st)
 	case KindAPIApp:
 		return s.serveAPIApp(w, r, st)
+	case KindByName:
+		return s.serveByName(w, r, st)
 	}
 	return errorf(http.StatusNotFound, "no such page")
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything the end-to-end suite needs: Spark (3.5.9, 4.0.5 and 4.3.0 from
 # pyspark), Chromium, the OIDC provider and Hadoop's minicluster (YARN),
-# redis-server and nginx (replicas).
+# redis-server and nginx (replicas), etcd, kube-apiserver and helm (outside the
+# clone, see scripts/kube-env.sh), and buildah and podman.
 # Each step is idempotent.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -10,3 +11,5 @@ here="$(cd "$(dirname "$0")" && pwd)"
 "$here/setup-oidc.sh"
 "$here/setup-yarn.sh"
 "$here/setup-replicas.sh"
+"$here/setup-kube.sh"
+"$here/setup-image.sh"

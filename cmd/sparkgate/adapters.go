@@ -77,8 +77,12 @@ func cmpOr(m, def map[string]string) map[string]string {
 	return m
 }
 
-// isAdmin reports whether an identity is one of the gateway-wide admins.
-func isAdmin(cfg policy.Config) func(proxy.Identity) bool {
+// isAdmin reports whether an identity may see how the gateway itself runs
+// (where discovery looks, its sources' state): the gateway-wide admins, and
+// in local mode its one user, who runs it. It grants no access to apps.
+func isAdmin(cfg policy.Config, local bool) func(proxy.Identity) bool {
 	p := policy.New(cfg)
-	return func(id proxy.Identity) bool { return p.IsAdmin(policy.Subject{User: id.User, Groups: id.Groups}) }
+	return func(id proxy.Identity) bool {
+		return local || p.IsAdmin(policy.Subject{User: id.User, Groups: id.Groups})
+	}
 }

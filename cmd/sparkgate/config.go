@@ -15,6 +15,7 @@ import (
 	"github.com/sparkgate/sparkgate/auth"
 	"github.com/sparkgate/sparkgate/policy"
 	"github.com/sparkgate/sparkgate/proxy"
+	"github.com/sparkgate/sparkgate/proxy/diagnosis"
 	"github.com/sparkgate/sparkgate/proxy/discovery"
 )
 
@@ -42,6 +43,9 @@ type Config struct {
 	Policy    policy.Config    `yaml:"policy"`
 	Proxy     proxy.Config     `yaml:"proxy"`
 	Discovery discovery.Config `yaml:"discovery"`
+	// Diagnosis holds the thresholds and limits of app diagnoses
+	// (/app/<id>/_/diagnosis); see proxy/diagnosis/thresholds.go.
+	Diagnosis diagnosis.Config `yaml:"diagnosis"`
 }
 
 // TLSConfig names a certificate and key in PEM files.
@@ -89,6 +93,7 @@ func (c *Config) SetDefaults() {
 	c.Policy.SetDefaults()
 	c.Proxy.SetDefaults()
 	c.Discovery.SetDefaults()
+	c.Diagnosis.SetDefaults()
 }
 
 // Validate reports every problem at once; each error names its key.
@@ -129,6 +134,7 @@ func (c *Config) Validate() []error {
 	errs = append(errs, c.Policy.Validate()...)
 	errs = append(errs, c.Proxy.Validate()...)
 	errs = append(errs, c.Discovery.Validate()...)
+	errs = append(errs, c.Diagnosis.Validate()...)
 	return errs
 }
 

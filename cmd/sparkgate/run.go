@@ -76,14 +76,16 @@ func run(ctx context.Context, cfg Config) error {
 		Ready:          disc.Ready,
 		Suspect:        disc.Suspect,
 		WantACLs:       disc.WantACLs,
-		IsAdmin:        isAdmin(cfg.Policy),
+		IsAdmin:        isAdmin(cfg.Policy, cfg.Auth.Mode == auth.ModeLocal),
 		Sources:        describeSources(cfg.Discovery),
+		SourceHealth:   disc.Sources,
 		CSRFKey:        csrf,
 		SecureCookies:  strings.HasPrefix(cfg.PublicURL, "https://"),
 		Logger:         logger.Named("proxy"),
 		Audit:          logger.Named("audit"),
 		Metrics:        metrics,
 		PublicURL:      cfg.PublicURL,
+		Diagnosis:      cfg.Diagnosis,
 	})
 	if err != nil {
 		return fmt.Errorf("starting proxy: %w", err)

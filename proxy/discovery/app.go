@@ -86,6 +86,10 @@ type App struct {
 	History []HistoryRef
 	// LastSeen is when the driver last answered.
 	LastSeen time.Time
+	// ClusterName and ClusterState are the Spark operator's namespace/name
+	// and state (RUNNING, COMPLETED, FAILED…) of the app's
+	// SparkApplication; "" when it has none.
+	ClusterName, ClusterState string
 }
 
 // Live reports whether requests can go to a driver.

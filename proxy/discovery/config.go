@@ -112,8 +112,21 @@ type KubernetesSource struct {
 	CAFile string `yaml:"ca_file"`
 	// Namespaces to list; empty means all namespaces. Default empty.
 	Namespaces []string `yaml:"namespaces"`
-	// LabelSelector selects driver pods. Default "spark-role=driver".
+	// LabelSelector selects driver pods; spark-role=driver is added unless
+	// it names spark-role itself. Default "spark-role=driver".
 	LabelSelector string `yaml:"label_selector"`
+	// Kubeconfig is a kubeconfig file to use instead of api_server,
+	// token_file and ca_file (which must then be unset). Default none.
+	Kubeconfig string `yaml:"kubeconfig"`
+	// Context is the kubeconfig context. Default its current context.
+	Context string `yaml:"context"`
+	// Resync is the informers' resync period: every pod is offered again
+	// from the cache this often (no API request). Default 10m.
+	Resync time.Duration `yaml:"resync"`
+	// SparkApplications is "auto" (watch the Spark operator's
+	// SparkApplications where the API server serves them) or "off".
+	// Default "auto".
+	SparkApplications string `yaml:"spark_applications"`
 }
 
 // HistorySource is one Spark History Server.
@@ -139,6 +152,7 @@ const (
 	DefaultPorts          = "4040-4056"
 	DefaultLogHost        = "127.0.0.1"
 	DefaultLabelSelector  = "spark-role=driver"
+	DefaultResync         = 10 * time.Minute
 	// DefaultLogDir is where LocalDefaults looks for driver logs when
 	// $SPARK_LOG_DIR is unset.
 	DefaultLogDir   = "/tmp/spark-logs"
@@ -164,7 +178,7 @@ func (c *Config) SetDefaults() {
 			c.Probe[i].Ports = DefaultPorts
 		}
 	}
-	if k := c.Kubernetes; k != nil {
+	if k := c.Kubernetes; k != nil && k.Kubeconfig == "" {
 		if k.APIServer == "" {
 			if h, p := os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT"); h != "" && p != "" {
 				k.APIServer = "https://" + net.JoinHostPort(h, p)
@@ -178,8 +192,16 @@ func (c *Config) SetDefaults() {
 		if k.CAFile == "" {
 			k.CAFile = serviceAcctDir + "/ca.crt"
 		}
+	}
+	if k := c.Kubernetes; k != nil {
 		if k.LabelSelector == "" {
 			k.LabelSelector = DefaultLabelSelector
+		}
+		if k.Resync == 0 {
+			k.Resync = DefaultResync
+		}
+		if k.SparkApplications == "" {
+			k.SparkApplications = "auto"
 		}
 	}
 }
@@ -275,8 +297,25 @@ func (c *Config) Validate() []error {
 		}
 	}
 	if k := c.Kubernetes; k != nil {
-		if err := checkRootURL(k.APIServer); err != nil {
-			add("kubernetes.api_server", "%v", err)
+		switch {
+		case k.Kubeconfig != "" && (k.APIServer != "" || k.TokenFile != "" || k.CAFile != ""):
+			add("kubernetes.kubeconfig", "set either kubeconfig or api_server, token_file and ca_file, not both")
+		case k.Kubeconfig == "":
+			if err := checkRootURL(k.APIServer); err != nil {
+				add("kubernetes.api_server", "%v", err)
+			}
+			if k.Context != "" {
+				add("kubernetes.context", "needs kubeconfig")
+			}
+		}
+		if k.Resync < time.Minute && k.Resync != 0 {
+			add("kubernetes.resync", "%s is below the minimum of 1m", k.Resync)
+		}
+		if k.SparkApplications != "auto" && k.SparkApplications != "off" && k.SparkApplications != "" {
+			add("kubernetes.spark_applications", "%q must be auto or off", k.SparkApplications)
+		}
+		if _, err := driverSelector(k.LabelSelector); err != nil && strings.TrimSpace(k.LabelSelector) != "" {
+			add("kubernetes.label_selector", "%v", err)
 		}
 		for i, ns := range k.Namespaces {
 			if !dnsLabelRE.MatchString(ns) {

@@ -2,7 +2,6 @@ package discovery
 
 import (
 	"context"
-	"errors"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -42,6 +41,7 @@ type Discoverer struct {
 	polls    []pollSource
 	hist     []*historySource
 	follower *follower
+	kube     *kubeSource // nil unless configured
 	now      func() time.Time
 
 	suspect chan string
@@ -151,8 +151,9 @@ func New(cfg Config, reg *Registry, logger *zap.Logger) *Discoverer {
 		}
 	}
 	if cfg.Kubernetes != nil {
-		if k, err := newKubeSource(*cfg.Kubernetes); err == nil {
+		if k, err := newKubeSource(*cfg.Kubernetes, logger); err == nil {
 			d.polls = append(d.polls, k)
+			d.kube = k
 		} else {
 			logger.Error("skipping kubernetes source", zap.Error(err))
 		}
@@ -206,6 +207,7 @@ func (d *Discoverer) Run(ctx context.Context) error {
 	} else {
 		d.logsDone = true
 	}
+	d.startPushes(ctx, &workers)
 	interval := time.Duration(d.cfg.Interval)
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
@@ -256,10 +258,7 @@ func (d *Discoverer) round() {
 					if ctx.Err() != nil {
 						return
 					}
-					d.health.record(s.name(), err, d.now())
-					if err != nil {
-						d.log.Warn("discovery source failed", zap.String("source", s.name()), zap.Error(err))
-					}
+					d.noteHealth("discovery source", s.name(), err)
 					res[i] = cands
 				}()
 			}
@@ -279,12 +278,9 @@ func (d *Discoverer) round() {
 					defer wg.Done()
 					apps, err := h.poll(ctx)
 					if ctx.Err() == nil {
-						d.health.record(h.name(), err, d.now())
+						d.noteHealth("history server", h.name(), err)
 					}
 					if err != nil {
-						if ctx.Err() == nil {
-							d.log.Warn("history server failed", zap.String("source", h.name()), zap.Error(err))
-						}
 						return
 					}
 					res[i], ok[i] = apps, true
@@ -337,289 +333,6 @@ func (d *Discoverer) onHistory(res [][]historyApp, ok []bool) {
 	d.dirty = true
 }
 
-// offer considers a candidate: verify it unless it is known live, being
-// verified, or backing off.
-func (d *Discoverer) offer(c candidate) {
-	now := d.now()
-	key := c.key()
-	t := d.targets[key]
-	if t == nil {
-		t = &target{c: c}
-		d.targets[key] = t
-	}
-	t.c, t.lastOffer = c, now
-	if t.appID != "" {
-		if a := d.apps[t.appID]; a != nil && a.app.State == Running {
-			return
-		}
-		t.appID = ""
-	}
-	if t.verifying || now.Before(t.retryAt) {
-		return
-	}
-	d.verify(t)
-}
-
-func (d *Discoverer) verify(t *target) {
-	ctx := d.ctx
-	t.verifying = true
-	t.verifyAt = d.now()
-	d.pending++
-	u := t.c.url
-	go func() {
-		addr, err := d.pins.resolve(ctx, u)
-		var info driverInfo
-		if err == nil {
-			info, err = d.c.verify(ctx, u)
-			info.addr = addr
-		}
-		d.send(ctx, func() { d.onVerified(t, info, err) })
-	}()
-}
-
-func (d *Discoverer) onVerified(t *target, info driverInfo, err error) {
-	t.verifying = false
-	d.pending--
-	now := d.now()
-	key := t.c.key()
-	if d.targets[key] != t {
-		d.targets[key] = t // forgotten while verifying; keep what we learnt
-	}
-	if err != nil {
-		var ue *unreachableError
-		switch {
-		case errors.As(err, &ue):
-			t.fails++
-			t.retryAt = now.Add(min(time.Duration(d.cfg.Interval)<<min(t.fails-1, 10), backoffMax) - time.Millisecond)
-		default:
-			t.fails++
-			t.retryAt = now.Add(12 * time.Duration(d.cfg.Interval))
-		}
-		log := d.log.Debug
-		if errors.Is(err, errNotAllowed) && t.fails == 1 {
-			log = d.log.Warn
-		}
-		log("candidate not verified", zap.String("upstream", u2s(t.c.url)), zap.String("source", t.c.source), zap.Error(err))
-		return
-	}
-	if reason := d.claimConflict(t, info); reason != "" {
-		d.refuseClaim(t, info.ID, info.User, reason)
-		return
-	}
-	t.fails, t.refused = 0, ""
-	if old := d.apps[info.ID]; old != nil && old.app.State == Running && old.key != key {
-		t.appID = info.ID // the same driver under a second address
-		return
-	}
-	if t.appID != "" && t.appID != info.ID {
-		d.endApp(t.appID, "another app answers at its url")
-	}
-	// ACLProps stay nil, which the authorizer judges fail-closed, until
-	// the environment has been read.
-	app := App{
-		ID: info.ID, Name: info.Name, User: info.User, AttemptID: info.AttemptID,
-		SparkVersion: info.SparkVersion, StartTime: info.Start, State: Running,
-		UIURL: t.c.url, Addr: info.addr, Source: t.c.source, LastSeen: now,
-	}
-	if t.c.yarn {
-		app.ProxyBase = "/proxy/" + info.ID // the RM web proxy's, unless the environment names one
-	}
-	a := &liveApp{app: app, key: key, foundAt: now}
-	d.apps[info.ID] = a
-	t.appID = info.ID
-	d.dirty = true
-	fields := []zap.Field{zap.String("app_id", info.ID), zap.String("upstream", u2s(t.c.url)), zap.String("source", t.c.source)}
-	if !t.fromLogAt.IsZero() {
-		fields = append(fields, zap.Duration("since_log_line", now.Sub(t.fromLogAt)))
-	}
-	fields = append(fields, zap.Duration("verify_took", now.Sub(t.verifyAt)), zap.Int("tries", info.tries))
-	d.log.Info("driver found", fields...)
-	d.readEnv(info.ID, a)
-}
-
-// readEnv reads a live app's environment in a worker, unless it is known,
-// being read, or the app is no longer the running one under its id.
-func (d *Discoverer) readEnv(id string, a *liveApp) {
-	if d.apps[id] != a || a.app.State != Running || a.envBusy || a.envKnown {
-		return
-	}
-	a.envBusy = true
-	ctx, u := d.ctx, a.app.UIURL
-	go func() {
-		acl, proxyBase, err := d.c.driverEnv(ctx, u, id)
-		d.send(ctx, func() { d.onEnv(id, a, acl, proxyBase, err) })
-	}()
-}
-
-// onEnv publishes a read environment, or schedules the next read. A failed
-// read changes nothing: ACLProps stay nil (fail-closed).
-func (d *Discoverer) onEnv(id string, a *liveApp, acl map[string]string, proxyBase string, err error) {
-	a.envBusy = false
-	if d.apps[id] != a || a.app.State != Running {
-		return // ended or replaced: its props stay as they were
-	}
-	if err != nil {
-		a.envFails++
-		wait := envRetryDelay(a.envFails)
-		log := d.log.Debug
-		if a.envFails == 1 {
-			log = d.log.Warn
-		}
-		log("driver environment unreadable; only its owner and admins get in until it is read",
-			zap.String("app_id", id), zap.String("upstream", u2s(a.app.UIURL)), zap.Int("fails", a.envFails),
-			zap.Duration("retry_in", wait), zap.Error(err))
-		ctx := d.ctx
-		time.AfterFunc(wait, func() { d.send(ctx, func() { d.readEnv(id, a) }) })
-		return
-	}
-	a.envKnown, a.envFails = true, 0
-	a.app.ACLProps = acl
-	if proxyBase != "" {
-		a.app.ProxyBase = proxyBase
-	}
-	d.dirty = true
-	d.log.Info("driver environment read", zap.String("app_id", id), zap.Duration("since_found", d.now().Sub(a.foundAt)),
-		zap.Bool("acls_enable", acl["spark.acls.enable"] == "true"), zap.String("proxy_base", a.app.ProxyBase))
-}
-
-// checkApp asks a live app's UI whether it still serves the same app.
-func (d *Discoverer) checkApp(id string, suspect bool) {
-	a := d.apps[id]
-	if a == nil || a.app.State != Running || a.checking {
-		return
-	}
-	a.checking = true
-	ctx := d.ctx
-	u := a.app.UIURL
-	go func() {
-		got, err := d.c.driverApp(ctx, u)
-		d.send(ctx, func() { d.onChecked(id, a, got, err, suspect) })
-	}()
-}
-
-func (d *Discoverer) onChecked(id string, a *liveApp, got apiApp, err error, suspect bool) {
-	a.checking = false
-	if d.apps[id] != a || a.app.State != Running {
-		return
-	}
-	if err == nil && got.ID == id && attemptUser(got) == a.app.User {
-		a.fails = 0
-		a.app.LastSeen = d.now()
-		d.dirty = true
-		return
-	}
-	if err == nil {
-		// Port reused: the old driver is gone; verify the newcomer fully.
-		d.endApp(id, "another app answers at its url")
-		if t := d.targets[a.key]; t != nil && !t.verifying {
-			d.verify(t)
-		}
-		return
-	}
-	a.fails++
-	var ue *unreachableError
-	refused := errors.As(err, &ue) && ue.refused
-	if a.fails >= 2 || (suspect && refused) {
-		d.endApp(id, err.Error())
-		return
-	}
-	d.log.Debug("driver did not answer", zap.String("app_id", id), zap.String("upstream", u2s(a.app.UIURL)), zap.Error(err))
-}
-
-// endApp marks an app ended. Its UI URL stays for display; App.Live is
-// false from now on.
-func (d *Discoverer) endApp(id, reason string) {
-	a := d.apps[id]
-	if a == nil || a.app.State != Running {
-		return
-	}
-	a.app.State = Ended
-	a.app.EndTime = d.now()
-	for _, t := range d.targets {
-		if t.appID == id {
-			t.appID, t.retryAt, t.fails = "", time.Time{}, 0
-		}
-	}
-	d.dirty = true
-	d.log.Info("driver ended", zap.String("app_id", id), zap.String("upstream", u2s(a.app.UIURL)), zap.String("source", a.app.Source), zap.String("reason", reason))
-}
-
-// followLogs polls the follower and hands changes to Run.
-func (d *Discoverer) followLogs(ctx context.Context) {
-	defer d.follower.closeAll()
-	tick := time.NewTimer(followPoll(0))
-	defer tick.Stop()
-	first := true
-	for {
-		changes := d.follower.poll()
-		if len(changes) > 0 || first {
-			at := d.now()
-			isFirst := first
-			d.send(ctx, func() { d.onLogs(changes, at, isFirst) })
-			first = false
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			tick.Reset(followPoll(len(d.follower.files)))
-		}
-	}
-}
-
-func (d *Discoverer) onLogs(changes []logCandidates, at time.Time, first bool) {
-	if first {
-		d.logsDone = true
-	}
-	for _, ch := range changes {
-		prev := d.logCands[ch.path]
-		var cs []candidate
-		for _, raw := range ch.urls {
-			u, err := parseCandidateURL(raw)
-			if err != nil {
-				continue
-			}
-			cs = append(cs, candidate{url: u, source: "log:" + ch.path, appID: ch.appHint})
-		}
-		if len(cs) == 0 {
-			delete(d.logCands, ch.path)
-		} else {
-			d.logCands[ch.path] = cs
-		}
-		if ch.stopped {
-			// The UI said it stopped: check its apps now, ending them on
-			// the first refused connection.
-			for _, c := range prev {
-				if t := d.targets[c.key()]; t != nil && t.appID != "" {
-					d.checkApp(t.appID, true)
-				}
-			}
-		}
-		for _, c := range cs {
-			t := d.targets[c.key()]
-			if t != nil && t.appID != "" && c.appID != "" && c.appID != t.appID {
-				// The log's id line names another app than the one
-				// verified at its URL.
-				d.evictClaim(t.appID, "the driver's log names app "+c.appID)
-				continue
-			}
-			if t != nil && t.appID != "" {
-				// A new UI line for a URL we know: maybe a new driver on a
-				// reused port. The check tells.
-				d.checkApp(t.appID, false)
-				continue
-			}
-			if t != nil {
-				t.retryAt = time.Time{} // fresh evidence beats backoff
-			}
-			d.offer(c)
-			if t = d.targets[c.key()]; t != nil {
-				t.fromLogAt = at
-			}
-		}
-	}
-}
-
 func (d *Discoverer) maybeReady() {
 	if d.ready.Load() || !d.pollsDone || !d.histDone || !d.logsDone {
 		return
@@ -668,18 +381,21 @@ func (d *Discoverer) publish() {
 		}
 		cp := a.app
 		cp.History = refs[id]
+		d.annotate(&cp)
 		apps = append(apps, &cp)
 	}
 	for id, ha := range first {
 		if a := d.apps[id]; a != nil && a.app.State == Running {
 			continue
 		}
-		apps = append(apps, &App{
+		ha := &App{
 			ID: id, Name: ha.Name, User: ha.User, AttemptID: ha.AttemptID,
 			SparkVersion: ha.SparkVersion, StartTime: ha.Start, EndTime: ha.End,
 			State: Ended, Source: "history:" + ha.Ref.Server,
 			ACLProps: ha.Ref.ACLProps, History: refs[id],
-		})
+		}
+		d.annotate(ha)
+		apps = append(apps, ha)
 	}
 	d.reg.Store(NewSnapshot(apps))
 	d.lastPublish = now

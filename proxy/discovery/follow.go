@@ -141,17 +141,6 @@ func (fl *follower) poll() []logCandidates {
 	return out
 }
 
-// current returns the candidates of every followed file.
-func (fl *follower) current() []logCandidates {
-	out := make([]logCandidates, 0, len(fl.files))
-	for p, st := range fl.files {
-		if len(st.lastSent) > 0 {
-			out = append(out, logCandidates{path: p, urls: st.lastSent, appHint: st.appHint})
-		}
-	}
-	return out
-}
-
 func (fl *follower) closeAll() {
 	for _, st := range fl.files {
 		st.close()

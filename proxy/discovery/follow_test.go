@@ -208,3 +208,14 @@ func TestFollowPoll(t *testing.T) {
 		t.Errorf("followFast = %v; a new SparkUI line should be read within 50 ms", followFast)
 	}
 }
+
+// current returns the candidates of every followed file.
+func (fl *follower) current() []logCandidates {
+	out := make([]logCandidates, 0, len(fl.files))
+	for p, st := range fl.files {
+		if len(st.lastSent) > 0 {
+			out = append(out, logCandidates{path: p, urls: st.lastSent, appHint: st.appHint})
+		}
+	}
+	return out
+}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // SourceHealth is how one polled source (static list, probe, standalone
@@ -14,6 +16,7 @@ type SourceHealth struct {
 	Up          bool      // the last poll answered
 	LastError   string    // the last poll's error, "" when Up
 	LastSuccess time.Time // zero until a poll has answered
+	DownSince   time.Time // the first failed poll of the current outage; zero when Up
 	Failures    uint64    // failed polls since start
 }
 
@@ -47,25 +50,68 @@ func (d *Discoverer) Conflicts() map[string]uint64 {
 	return out
 }
 
-func (h *health) record(name string, err error, now time.Time) {
+// change is what one poll did to a source's state.
+type change int
+
+const (
+	unchanged change = iota
+	wentDown         // the first failure, or the first since it answered
+	cameBack         // an answer after failures
+)
+
+// record notes one poll's outcome and says whether it changed the source's
+// state, so that an outage is logged once when it starts and once when it
+// ends rather than at every interval.
+func (h *health) record(name string, err error, now time.Time) change {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.m == nil {
 		h.m = map[string]*SourceHealth{}
 	}
 	s := h.m[name]
-	if s == nil {
+	first := s == nil
+	if first {
 		s = &SourceHealth{Name: name}
 		h.m[name] = s
 	}
+	wasUp := s.Up
 	s.Up = err == nil
 	if err != nil {
 		s.LastError = err.Error()
 		s.Failures++
-		return
+		if first || wasUp {
+			s.DownSince = now
+			return wentDown
+		}
+		return unchanged
 	}
 	s.LastError = ""
 	s.LastSuccess = now
+	s.DownSince = time.Time{}
+	if !first && !wasUp {
+		return cameBack
+	}
+	return unchanged
+}
+
+// noteHealth records a poll of source (kind names it in the log: "discovery
+// source", "history server") and logs a change of state: a warning when it
+// stops answering, an info line when it answers again; each failure in
+// between only at debug level. Its state stays visible in Sources (the
+// index page, sparkgate_discovery_source_up).
+func (d *Discoverer) noteHealth(kind, name string, err error) {
+	now := d.now()
+	switch d.health.record(name, err, now) {
+	case wentDown:
+		d.log.Warn(kind+" down; retrying every interval, logging again when it answers",
+			zap.String("source", name), zap.Error(err))
+	case cameBack:
+		d.log.Info(kind+" answers again", zap.String("source", name))
+	default:
+		if err != nil {
+			d.log.Debug(kind+" still down", zap.String("source", name), zap.Error(err))
+		}
+	}
 }
 
 // Sources reports every polled source that has been asked at least once,

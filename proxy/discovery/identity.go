@@ -27,7 +27,7 @@ import (
 // claimConflict says why the app a driver reported at t may not be
 // published, or "" when it may.
 func (d *Discoverer) claimConflict(t *target, info driverInfo) string {
-	if want := t.c.appID; want != "" && info.ID != want {
+	if want := t.c.appID; want != "" && !sameApp(want, info.ID) {
 		return fmt.Sprintf("the source names app %s at this address", want)
 	}
 	for _, ha := range d.histByID[info.ID] {
@@ -182,4 +182,11 @@ func (d *Discoverer) histSource(name string) *historySource {
 		}
 	}
 	return nil
+}
+
+// sameApp reports whether the id a source names is the driver's id. An
+// event log's name may carry the attempt ("<app>_<attempt>", YARN cluster
+// mode), so a name that extends the id by "_" and more also matches.
+func sameApp(named, id string) bool {
+	return named == id || strings.HasPrefix(named, id+"_")
 }

@@ -210,6 +210,14 @@ func eventLogAppID(p string) string {
 	}
 	base := path.Base(p)
 	base = strings.TrimSuffix(base, ".inprogress")
+	if strings.HasPrefix(base, "events_") {
+		// A rolling log's file (Spark 4's default):
+		// eventlog_v2_<app>/events_<n>_<app>[.codec]; the directory
+		// names the app without an index to strip.
+		if dir := path.Base(path.Dir(p)); strings.HasPrefix(dir, "eventlog_v2_") {
+			base = dir
+		}
+	}
 	base = strings.TrimPrefix(base, "eventlog_v2_")
 	for _, codec := range []string{".lz4", ".lzf", ".snappy", ".zstd"} {
 		base = strings.TrimSuffix(base, codec)

@@ -52,6 +52,8 @@ func TestParseLine(t *testing.T) {
 			Event{Kind: EventAppID, AppID: "application_1714550000000_0042"}, true},
 		{"event log", "26/11/29 13:57:11 INFO SingleEventLogFileWriter: Logging events to file:/tmp/spark-events/local-1795960630888.inprogress",
 			Event{Kind: EventAppID, AppID: "local-1795960630888"}, true},
+		{"event log rolling file", "26/12/01 10:48:06 INFO RollingEventLogFilesWriter: Logging events to file:/w/events/eventlog_v2_local-1796122081539/events_1_local-1796122081539.zstd",
+			Event{Kind: EventAppID, AppID: "local-1796122081539"}, true},
 		{"event log rolling", "INFO RollingEventLogFilesWriter: Logging events to file:/tmp/spark-events/eventlog_v2_local-1700000000000",
 			Event{Kind: EventAppID, AppID: "local-1700000000000"}, true},
 		{"shell sc", "Spark context available as 'sc' (master = local[*], app id = local-1700000000000).",

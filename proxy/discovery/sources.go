@@ -33,6 +33,25 @@ type pollSource interface {
 	candidates(ctx context.Context) ([]candidate, error)
 }
 
+// pushSource is a poll source that also reports changes as they happen
+// (the Kubernetes watch).
+type pushSource interface {
+	pollSource
+	// run pushes changes until ctx is done.
+	run(ctx context.Context, push func(pushed))
+}
+
+// pushed is one change from a pushSource: a candidate to verify now, a
+// candidate that is gone (its app ends now), or, with no candidate, news
+// for the published snapshot (a SparkApplication's state).
+type pushed struct {
+	c      candidate
+	gone   bool
+	reason string
+}
+
+var _ pushSource = (*kubeSource)(nil)
+
 var (
 	_ pollSource = staticSource(nil)
 	_ pollSource = (*probeSource)(nil)

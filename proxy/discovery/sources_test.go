@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -105,43 +103,6 @@ func TestYARNSource(t *testing.T) {
 	y = &yarnSource{base: mustURL(t, empty.URL), c: newClient(nil)}
 	if got, err := y.candidates(context.Background()); err != nil || len(got) != 0 {
 		t.Errorf("candidates() on {apps:null} = %v, %v; want none", keys(got), err)
-	}
-}
-
-func TestKubernetesSource(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	tokenFile := filepath.Join(dir, "token")
-	os.WriteFile(tokenFile, []byte("tok-1\n"), 0o600)
-	var auth, path, selector string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		auth, path, selector = r.Header.Get("Authorization"), r.URL.Path, r.URL.Query().Get("labelSelector")
-		fmt.Fprint(w, `{"kind":"PodList","apiVersion":"v1","items":[
- {"metadata":{"name":"pi-driver","namespace":"spark","labels":{"spark-role":"driver","spark-app-selector":"spark-0123456789abcdef0123456789abcdef"}},
-  "spec":{"containers":[{"name":"spark-kubernetes-driver","ports":[{"name":"driver-rpc-port","containerPort":7078},{"name":"blockmanager","containerPort":7079},{"name":"spark-ui","containerPort":4040}]}]},
-  "status":{"phase":"Running","podIP":"10.244.0.7"}},
- {"metadata":{"name":"pending-driver","namespace":"spark"},"spec":{"containers":[{"ports":[{"name":"spark-ui","containerPort":4040}]}]},"status":{"phase":"Pending"}},
- {"metadata":{"name":"noui-driver","namespace":"spark"},"spec":{"containers":[{"ports":[]}]},"status":{"phase":"Running","podIP":"10.244.0.8"}}]}`)
-	}))
-	defer srv.Close()
-	k, err := newKubeSource(KubernetesSource{APIServer: srv.URL, TokenFile: tokenFile, CAFile: filepath.Join(dir, "missing-ca"), Namespaces: []string{"spark"}, LabelSelector: "spark-role=driver"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := k.candidates(context.Background())
-	if err != nil {
-		t.Fatalf("candidates() error = %v", err)
-	}
-	if want := []string{"http://10.244.0.7:4040"}; !cmp.Equal(keys(got), want) {
-		t.Errorf("candidates() = %v; want %v", keys(got), want)
-	}
-	if auth != "Bearer tok-1" || path != "/api/v1/namespaces/spark/pods" || selector != "spark-role=driver" {
-		t.Errorf("request: auth %q path %q selector %q", auth, path, selector)
-	}
-	os.WriteFile(tokenFile, []byte("tok-2"), 0o600) // rotated by the kubelet
-	k.candidates(context.Background())
-	if auth != "Bearer tok-2" {
-		t.Errorf("after rotation Authorization = %q; want Bearer tok-2", auth)
 	}
 }
 

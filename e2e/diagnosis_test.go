@@ -1,0 +1,368 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestDiagnosis proves the diagnosis and the by-name links against real
+// Spark, per version, with one History Server, one gateway (defaults of
+// the diagnosis: section) and two drivers running app.py's diagnosis
+// workloads: a groupBy with one hot key and the same groupBy with keys
+// spread evenly.
+//
+//   - live: the skewed app's diagnosis shows task-duration and shuffle
+//     skew on the page (Chromium; screenshot in e2e/out/) and in the JSON,
+//     whose stage link opens Spark's stage page; the healthy app shows no
+//     finding at all;
+//   - by-name: /by-name/<name>/jobs/ leads to the running app of that
+//     name, and to the new one after the app is restarted (new app id);
+//     ?all lists both;
+//   - history: once the skewed app has stopped, the same diagnosis is read
+//     from the History Server.
+func TestDiagnosis(t *testing.T) {
+	s := newSuite(t)
+	s.requireGateway(t)
+	homes := s.sparkHomes(t)
+	if len(homes) > 2 {
+		// The oldest and the newest (one 3.5.x, one 4.x): the REST shapes
+		// read here are the same in between, and CI time is not.
+		homes = []SparkHome{homes[0], homes[len(homes)-1]}
+	}
+	for _, home := range homes {
+		t.Run(home.Version, func(t *testing.T) { s.runDiagnosis(t, home) })
+	}
+}
+
+// diagJSON is the part of /api/v1/applications/<id>/diagnosis read here.
+type diagJSON struct {
+	AppID    string `json:"app_id"`
+	Live     bool   `json:"live"`
+	Source   string `json:"source"`
+	Findings []struct {
+		Kind     string   `json:"kind"`
+		Severity string   `json:"severity"`
+		Messages []string `json:"messages"`
+		Level    string   `json:"level"`
+		Link     string   `json:"link"`
+		Seen     string   `json:"seen"`
+		Stage    *struct {
+			StageID int `json:"stage_id"`
+		} `json:"stage"`
+		Metrics map[string]float64 `json:"metrics"`
+	} `json:"findings"`
+	Read struct {
+		Jobs             int `json:"jobs"`
+		Stages           int `json:"stages"`
+		StagesSummarized int `json:"stages_summarized"`
+		Tasks            int `json:"tasks"`
+	} `json:"read"`
+}
+
+func (d diagJSON) kinds() []string {
+	var out []string
+	for _, f := range d.Findings {
+		out = append(out, f.Kind)
+	}
+	return out
+}
+
+func getDiagnosis(ctx context.Context, c *http.Client, gwURL, appID string) (diagJSON, error) {
+	var d diagJSON
+	a, err := Get(ctx, c, gwURL+"/api/v1/applications/"+appID+"/diagnosis", nil)
+	if err != nil {
+		return d, err
+	}
+	if a.Status != http.StatusOK {
+		return d, fmt.Errorf("diagnosis of %s: %d %.300s", appID, a.Status, a.Body)
+	}
+	return d, json.Unmarshal(a.Body, &d)
+}
+
+func (s *suite) runDiagnosis(t *testing.T, home SparkHome) {
+	ctx := ctxFor(t, 12*time.Minute)
+	ver := strings.ReplaceAll(home.Version, ".", "_")
+	dir := s.freshDir(t, "diagnosis-"+home.Version)
+	events, logs := filepath.Join(dir, "events"), filepath.Join(dir, "driver-logs")
+	for _, d := range []string{events, logs, filepath.Join(dir, "gateway")} {
+		if err := mkdir(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hs, err := StartHistoryServer(ctx, s.root, home, events, filepath.Join(dir, "history"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hs.Stop() })
+	gw, client := s.localGateway(ctx, t, filepath.Join(dir, "gateway"), GatewayOptions{
+		LogGlobs: []string{filepath.Join(logs, "*.log"), filepath.Join(logs, "restart", "*.log")}, HistoryURL: hs.URL,
+	})
+
+	ids := &uniqueIDs{taken: map[string]bool{}}
+	// A restarted app logs to a directory of its own: the harness reads a
+	// driver's app id from <LogDir>/<Name>.log, which must be new.
+	restartLogs := filepath.Join(logs, "restart")
+	if err := mkdir(restartLogs); err != nil {
+		t.Fatal(err)
+	}
+	start := func(t *testing.T, name, workload, logDir string, confs map[string]string) *Driver {
+		t.Helper()
+		d, err := startUniqueDriver(ctx, ids, func() (*Driver, error) {
+			return StartDriver(ctx, s.root, home, DriverOptions{
+				Name: name, EventDir: events, LogDir: logDir, WorkDir: filepath.Join(dir, "work-"+filepath.Base(logDir), name),
+				Workload: workload, Confs: confs,
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(d.Kill)
+		return d
+	}
+	t0 := time.Now()
+	skewName, healthyName := "diag-skew-"+ver, "diag-healthy-"+ver
+	skew := start(t, skewName, "skew", logs, nil)
+	healthy := start(t, healthyName, "healthy", logs, nil)
+	// Little execution memory: its sort spills; then a task fails.
+	failing := start(t, "diag-trouble-"+ver, "spill,fail", logs, map[string]string{"spark.memory.fraction": "0.05"})
+	for _, d := range []*Driver{skew, healthy, failing} {
+		if err := d.WaitReady(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := gw.WaitListed(ctx, client, func(id string) bool { return id == d.AppID }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("drivers %s (skew) and %s (healthy) ready after %v", skew.AppID, healthy.AppID, time.Since(t0).Round(time.Millisecond))
+
+	t.Run("live/json", func(t *testing.T) {
+		t1 := time.Now()
+		d, err := getDiagnosis(ctx, client, gw.URL, skew.AppID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		took := time.Since(t1)
+		t.Logf("skewed app: %v in %v (read %+v)", d.kinds(), took.Round(time.Millisecond), d.Read)
+		_ = RecordFigure(s.outDir, "diagnosis_live_uncached_"+home.Version, took)
+		for _, k := range []string{"task_duration_skew", "shuffle_skew"} {
+			if !slices.Contains(d.kinds(), k) {
+				t.Errorf("skewed app's findings %v lack %s", d.kinds(), k)
+			}
+		}
+		if !d.Live || d.Read.StagesSummarized == 0 || d.Read.Tasks == 0 || d.Read.Tasks > 6*20 {
+			t.Errorf("skewed app: live %v, read %+v; want live, summaries, 1..120 tasks", d.Live, d.Read)
+		}
+		for _, f := range d.Findings {
+			if f.Kind != "task_duration_skew" {
+				continue
+			}
+			t.Logf("finding: %s", f.Seen)
+			if f.Metrics["max_ms"] < 10000 || f.Metrics["max_ms"] < 5*f.Metrics["median_ms"] {
+				t.Errorf("duration skew metrics %v", f.Metrics)
+			}
+			// The link opens Spark's page of that stage through the gateway.
+			follow := &http.Client{Jar: client.Jar, Timeout: 30 * time.Second}
+			resp, err := follow.Get(gw.URL + f.Link)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			want := fmt.Sprintf("Details for Stage %d", f.Stage.StageID)
+			if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+				t.Errorf("GET %s = %d, want Spark's stage page (%q)", f.Link, resp.StatusCode, want)
+			}
+		}
+		h, err := getDiagnosis(ctx, client, gw.URL, healthy.AppID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("healthy app: %v (read %+v)", h.kinds(), h.Read)
+		if len(h.Findings) != 0 {
+			t.Errorf("healthy app has findings %v; want none\n%+v", h.kinds(), h.Findings)
+		}
+		if h.Read.Stages < 2 || h.Read.StagesSummarized == 0 {
+			t.Errorf("healthy app: read %+v; want its stages read and summarized", h.Read)
+		}
+		fl, err := getDiagnosis(ctx, client, gw.URL, failing.AppID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("spilling and failing app: %v", fl.kinds())
+		if !slices.Equal(fl.kinds(), []string{"job_failed", "spill"}) || len(fl.Findings[0].Messages) == 0 ||
+			!strings.Contains(fl.Findings[0].Messages[0], "ValueError: e2e: task 3 fails on purpose") || fl.Findings[0].Severity != "critical" {
+			t.Errorf("spilling and failing app's findings = %+v; want a critical job_failed quoting the ValueError, then spill", fl.Findings)
+		}
+		for _, f := range fl.Findings {
+			if f.Kind == "spill" {
+				t.Logf("finding: %s", f.Seen)
+			}
+		}
+	})
+
+	t.Run("live/page", func(t *testing.T) {
+		b, err := NewBrowser(context.Background(), t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		base, _ := url.Parse(gw.URL)
+		if err := b.SetCookies(gw.URL, client.Jar.Cookies(base)); err != nil {
+			t.Fatal(err)
+		}
+		shot := func(path, file string) string {
+			t.Helper()
+			text, png, err := b.Shot(gw.URL + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(s.outDir, file), png, 0o644); err != nil {
+				t.Error(err)
+			}
+			return text
+		}
+		// Lower case: the page's style shows kinds in capitals.
+		text := strings.ToLower(shot("/app/"+skew.AppID+"/_/diagnosis", "diagnosis-skew-"+home.Version+".png"))
+		for _, w := range []string{"task_duration_skew", "shuffle_skew", "longer than the median", "salting", "spark.sql.adaptive.skewjoin.enabled"} {
+			if !strings.Contains(text, w) {
+				t.Errorf("diagnosis page of the skewed app lacks %q:\n%.1500s", w, text)
+			}
+		}
+		text = shot("/app/"+healthy.AppID+"/_/diagnosis", "diagnosis-healthy-"+home.Version+".png")
+		if !strings.Contains(text, "No finding") || strings.Contains(text, "skew") && !strings.Contains(text, "no skew") {
+			t.Errorf("diagnosis page of the healthy app:\n%.1500s", text)
+		}
+		text = shot("/", "index-diagnosis-"+home.Version+".png")
+		if strings.Count(text, "diagnosis") < 3 || !strings.Contains(text, "by name") || !strings.Contains(text, "1 executor") {
+			t.Errorf("index offers no diagnosis or by-name links, or no live stats:\n%.1500s", text)
+		}
+		// The failing app's row carries its badge; sorted by findings it
+		// comes first.
+		a, err := Get(ctx, client, gw.URL+"/?sort=findings", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page := string(a.Body)
+		badge := `href="/app/` + failing.AppID + `/_/diagnosis">job_failed</a>`
+		if !strings.Contains(page, `href="/app/`+failing.AppID+`/_/diagnosis">spill</a>`) {
+			t.Errorf("index: no spill badge for %s", failing.AppID)
+		}
+		first := strings.Index(page, `<tr data-search=`)
+		if !strings.Contains(page, badge) || first < 0 || !strings.Contains(page[first:], failing.AppID) ||
+			strings.Index(page, failing.AppID) > strings.Index(page, skew.AppID) {
+			t.Errorf("index ?sort=findings: want the failing app first with a job_failed badge:\n%.3000s", page)
+		}
+	})
+
+	t.Run("by-name", func(t *testing.T) {
+		loc := func(path string) string {
+			t.Helper()
+			a, err := Get(ctx, client, gw.URL+path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Status != http.StatusFound {
+				t.Fatalf("GET %s = %d; want 302", path, a.Status)
+			}
+			return a.Location
+		}
+		path := "/by-name/" + url.PathEscape(healthyName) + "/jobs/?x=1"
+		if got, want := loc(path), "/app/"+healthy.AppID+"/jobs/?x=1"; got != want {
+			t.Errorf("GET %s → %s; want %s", path, got, want)
+		}
+		// Restart the app: same name, new app id.
+		if err := healthy.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		again := start(t, healthyName, "healthy", restartLogs, nil)
+		if err := again.WaitReady(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := gw.WaitListed(ctx, client, func(id string) bool { return id == again.AppID }); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := loc(path), "/app/"+again.AppID+"/jobs/?x=1"; got != want {
+			t.Errorf("after the restart GET %s → %s; want %s (the new run)", path, got, want)
+		}
+		follow := &http.Client{Jar: client.Jar, Timeout: 30 * time.Second}
+		resp, err := follow.Get(gw.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Request.URL.Path, "/app/"+again.AppID+"/jobs/") {
+			t.Errorf("following %s ended %d at %s", path, resp.StatusCode, resp.Request.URL)
+		}
+		a, err := Get(ctx, client, gw.URL+"/by-name/"+url.PathEscape(healthyName)+"/?all", http.Header{"Accept": {"application/json"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rows []struct {
+			ID   string `json:"id"`
+			Live bool   `json:"live"`
+		}
+		_ = json.Unmarshal(a.Body, &rows)
+		if len(rows) != 2 || rows[0].ID != again.AppID || !rows[0].Live || rows[1].ID != healthy.AppID || rows[1].Live {
+			t.Errorf("?all = %d %s; want the new run (live), then the old one", a.Status, a.Body)
+		}
+		t.Logf("by-name ?all: %s", strings.Join(strings.Fields(string(a.Body)), " "))
+	})
+
+	t.Run("history", func(t *testing.T) {
+		if err := skew.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := hs.WaitApp(ctx, skew.AppID, true); err != nil {
+			t.Fatal(err)
+		}
+		var d diagJSON
+		for {
+			d, err = getDiagnosis(ctx, client, gw.URL, skew.AppID)
+			if err == nil && !d.Live {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("diagnosis never came from the History Server: %v (live %v)", err, d.Live)
+			}
+			time.Sleep(time.Second)
+		}
+		t.Logf("finished skewed app from %s: %v", d.Source, d.kinds())
+		if !strings.HasPrefix(d.Source, "History Server") || !slices.Contains(d.kinds(), "task_duration_skew") || !slices.Contains(d.kinds(), "shuffle_skew") {
+			t.Errorf("history diagnosis: source %q, findings %v; want both skews from the History Server", d.Source, d.kinds())
+		}
+	})
+}
+
+// Shot opens pageURL and returns, once it has loaded, its visible text and
+// a PNG screenshot of the whole page.
+func (b *Browser) Shot(pageURL string) (string, []byte, error) {
+	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
+	defer cancel()
+	// A desktop's width, as users see the gateway's pages.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(pageURL)); err != nil {
+		return "", nil, fmt.Errorf("navigating to %s: %w", pageURL, err)
+	}
+	text, err := waitEval(ctx, `document.readyState === "complete" && document.querySelector("main") ? document.body.innerText : ""`)
+	if err != nil {
+		return "", nil, fmt.Errorf("loading %s: %w", pageURL, err)
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		return "", nil, fmt.Errorf("screenshot of %s: %w", pageURL, err)
+	}
+	return text, png, nil
+}

@@ -1,0 +1,112 @@
+package proxy
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sparkgate/sparkgate/proxy/discovery"
+)
+
+// byNameHarness adds three runs of "nightly etl": an old finished one and
+// a newer running one of alice's, and the newest, running, of carol's
+// that alice may not view.
+func byNameHarness(t *testing.T) *harness {
+	t.Helper()
+	h := newHarness(t, nil)
+	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	apps := append(h.reg.Load().Apps(),
+		&discovery.App{ID: "app-20261201080000-0001", Name: "nightly etl", User: "alice", StartTime: start.Add(-time.Hour), EndTime: start.Add(-30 * time.Minute), State: discovery.Ended, Source: "static"},
+		&discovery.App{ID: "app-20261201090000-0002", Name: "nightly etl", User: "alice", StartTime: start, State: discovery.Running, UIURL: h.drv.url(), Source: "static"},
+		&discovery.App{ID: "app-20261201100000-0003", Name: "nightly etl", User: "carol", StartTime: start.Add(time.Hour), State: discovery.Running, UIURL: h.drv.url(), Source: "static"},
+	)
+	h.reg.Store(discovery.NewSnapshot(apps))
+	return h
+}
+
+func TestByNameRedirect(t *testing.T) {
+	t.Parallel()
+	h := byNameHarness(t)
+	for _, tc := range []struct {
+		user, path, want string
+		status           int
+	}{
+		{"alice", "/by-name/nightly%20etl/stages/?x=1", "/app/app-20261201090000-0002/stages/?x=1", http.StatusFound},
+		{"alice", "/by-name/nightly%20etl", "/app/app-20261201090000-0002/", http.StatusFound},
+		{"carol", "/by-name/nightly%20etl/jobs/", "/app/app-20261201100000-0003/jobs/", http.StatusFound},
+		{"bob", "/by-name/nightly%20etl/", "", http.StatusNotFound},
+		{"alice", "/by-name/no-such-app/", "", http.StatusNotFound},
+		{"", "/by-name/nightly%20etl/", "/oauth2/start?rd=%2Fby-name%2Fnightly%2520etl%2F", http.StatusFound},
+	} {
+		resp, body := h.do(t, "GET", tc.path, tc.user, nil)
+		if resp.StatusCode != tc.status || resp.Header.Get("Location") != tc.want {
+			t.Errorf("%s GET %s = %d %q; want %d %q\n%s", tc.user, tc.path, resp.StatusCode, resp.Header.Get("Location"), tc.status, tc.want, body)
+		}
+	}
+}
+
+// TestByNamePrefersLive: with the running app gone, the link leads to the
+// finished one.
+func TestByNamePrefersLive(t *testing.T) {
+	t.Parallel()
+	h := byNameHarness(t)
+	var apps []*discovery.App
+	for _, a := range h.reg.Load().Apps() {
+		if a.ID != "app-20261201090000-0002" {
+			apps = append(apps, a)
+		}
+	}
+	h.reg.Store(discovery.NewSnapshot(apps))
+	resp, _ := h.do(t, "GET", "/by-name/nightly%20etl/", "alice", nil)
+	if got := resp.Header.Get("Location"); got != "/app/app-20261201080000-0001/" {
+		t.Errorf("Location = %q; want the finished run", got)
+	}
+}
+
+func TestByNameAll(t *testing.T) {
+	t.Parallel()
+	h := byNameHarness(t)
+	resp, body := h.do(t, "GET", "/by-name/nightly%20etl/?all", "alice", http.Header{"Accept": {"application/json"}})
+	var rows []byNameRow
+	decodeJSON(t, body, &rows)
+	if resp.StatusCode != http.StatusOK || len(rows) != 2 || rows[0].ID != "app-20261201090000-0002" || !rows[0].Live ||
+		rows[1].ID != "app-20261201080000-0001" || rows[1].Live {
+		t.Errorf("?all = %d %+v; want alice's two runs, the running one first", resp.StatusCode, rows)
+	}
+	resp, body = h.do(t, "GET", "/by-name/nightly%20etl/?all", "alice", nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "app-20261201080000-0001") || strings.Contains(body, "app-20261201100000-0003") {
+		t.Errorf("?all page = %d; want alice's runs only\n%s", resp.StatusCode, body)
+	}
+}
+
+func TestIndexOffersByName(t *testing.T) {
+	t.Parallel()
+	h := byNameHarness(t)
+	_, body := h.do(t, "GET", "/", "alice", nil)
+	if !strings.Contains(body, `href="/by-name/nightly%20etl/"`) {
+		t.Errorf("index has no by-name link for \"nightly etl\"")
+	}
+}
+
+func TestByNameLink(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, want string
+		ok         bool
+	}{
+		{"nightly etl", "/by-name/nightly%20etl/", true},
+		{"etl-stream", "/by-name/etl-stream/", true},
+		{"Ümlaut ✓", "/by-name/%C3%9Cmlaut%20%E2%9C%93/", true},
+		{"a/b", "", false},
+		{"a;b", "", false},
+		{"..", "", false},
+		{"", "", false},
+		{"tab\there", "", false},
+	} {
+		got, ok := byNameLink(tc.name)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("byNameLink(%q) = %q, %v; want %q, %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+	}
+}

@@ -1,0 +1,272 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/expirable"
+
+	"github.com/sparkgate/sparkgate/proxy/diagnosis"
+)
+
+// diagSource is where one app's REST data is read: its live driver or the
+// History Server that has it.
+type diagSource struct {
+	base *url.URL
+	// rest is the app's REST path: /api/v1/applications/<id>[/<attempt>].
+	rest  string
+	label string // "driver 10.0.0.5:4040", "History Server main"
+	live  bool
+}
+
+func (s diagSource) key(appID string) string { return appID + "|" + s.base.String() + s.rest }
+
+// diagResult is one computed diagnosis, shared by the requests of its
+// cache lifetime (read only once built).
+type diagResult struct {
+	report  diagnosis.Report
+	summary diagnosis.Summary
+	at      time.Time
+	source  string
+	live    bool
+	// skipped lists the optional calls that failed (a stage summary that
+	// had gone, say); the findings are computed without them.
+	skipped []string
+	// err is a summary's failure, cached so that an index view does not
+	// ask a driver that did not answer again at once.
+	err error
+}
+
+// diagnoser computes diagnoses on demand, one at a time per app, and keeps
+// each for cfg.CacheTTL. It reads Spark's REST API with the gateway's
+// upstream transport and none of the user's credentials, after the caller
+// has authorized the user for the app: it sees what the user's proxied
+// REST calls would.
+type diagnoser struct {
+	cfg    diagnosis.Config
+	client *http.Client
+	cache  *expirable.LRU[string, *diagResult]
+	now    func() time.Time
+
+	mu       sync.Mutex
+	inflight map[string]*diagCall
+}
+
+type diagCall struct {
+	done chan struct{}
+	res  *diagResult
+	err  error
+}
+
+// maxDiagCache bounds the cached diagnoses (a few KB each).
+const maxDiagCache = 1024
+
+// maxRESTBody bounds one REST answer read for a diagnosis: the lists are
+// bounded by Spark's retention (spark.ui.retainedStages, 1000) and the
+// task lists by diagnosis.task_list_length.
+const maxRESTBody = 32 << 20
+
+func newDiagnoser(cfg diagnosis.Config, t http.RoundTripper, now func() time.Time) *diagnoser {
+	return &diagnoser{
+		cfg: cfg,
+		// No redirects: an upstream's REST answers directly; a redirect
+		// would be somebody else's (a YARN proxy once the app has ended).
+		client:   &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+		cache:    expirable.NewLRU[string, *diagResult](maxDiagCache, nil, cfg.CacheTTL),
+		now:      now,
+		inflight: make(map[string]*diagCall),
+	}
+}
+
+// get returns the app's diagnosis from the cache or computes it; requests
+// for the same app while it is computed wait for that one computation.
+// With full false only the summary is wanted: it reads the four lists and
+// no task summary or task list (a full diagnosis, if cached, serves too).
+func (d *diagnoser) get(ctx context.Context, appID string, src diagSource, full bool) (*diagResult, error) {
+	key := src.key(appID)
+	if r, ok := d.cache.Get(key); ok {
+		return r, nil
+	}
+	if !full {
+		key += "|summary"
+		if r, ok := d.cache.Get(key); ok {
+			return r, r.err
+		}
+	}
+	d.mu.Lock()
+	c, ok := d.inflight[key]
+	if !ok {
+		c = &diagCall{done: make(chan struct{})}
+		d.inflight[key] = c
+		// Not tied to the first requester: others wait for the result.
+		go d.run(context.WithoutCancel(ctx), key, appID, src, full, c)
+	}
+	d.mu.Unlock()
+	select {
+	case <-c.done:
+		return c.res, c.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (d *diagnoser) run(ctx context.Context, key, appID string, src diagSource, full bool, c *diagCall) {
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.FetchTimeout)
+	defer cancel()
+	c.res, c.err = d.compute(ctx, appID, src, full)
+	switch {
+	case c.err == nil:
+		d.cache.Add(key, c.res)
+	case !full:
+		d.cache.Add(key, &diagResult{err: c.err})
+	}
+	d.mu.Lock()
+	delete(d.inflight, key)
+	d.mu.Unlock()
+	close(c.done)
+}
+
+// compute reads the app's REST data in the order of its plan and
+// diagnoses it: four lists, then at most MaxStageSummaries summaries,
+// then at most MaxTaskLists task lists of TaskListLength tasks. With full
+// false it stops after the lists, with the summary only.
+func (d *diagnoser) compute(ctx context.Context, appID string, src diagSource, full bool) (*diagResult, error) {
+	in := &diagnosis.Input{
+		Summaries: make(map[diagnosis.StageKey]*diagnosis.TaskSummary),
+		Slowest:   make(map[diagnosis.StageKey][]diagnosis.Task),
+		Failed:    make(map[diagnosis.StageKey][]diagnosis.Task),
+	}
+	res := &diagResult{source: src.label, live: src.live}
+	var (
+		mu   sync.Mutex
+		errs []error
+	)
+	get := func(path string, v any, optional bool) {
+		if err := d.fetchJSON(ctx, src, path, v); err != nil {
+			mu.Lock()
+			defer mu.Unlock()
+			if optional {
+				res.skipped = append(res.skipped, path)
+			} else {
+				errs = append(errs, err)
+			}
+		}
+	}
+	parallel(4, []func(){
+		func() { get("/jobs", &in.Jobs, false) },
+		func() { get("/stages", &in.Stages, false) },
+		func() { get("/allexecutors", &in.Executors, false) },
+		// Apps without Spark SQL have no /sql: no SQL findings then.
+		func() { get("/sql?details=false", &in.SQL, true) },
+	})
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	in.Now = d.now()
+	res.at = in.Now
+	res.summary = diagnosis.Summarize(in, d.cfg)
+	if !full {
+		return res, nil
+	}
+	targets := diagnosis.SummaryTargets(in.Stages, d.cfg)
+	sums := make([]*diagnosis.TaskSummary, len(targets))
+	fns := make([]func(), len(targets))
+	for i, k := range targets {
+		fns[i] = func() {
+			var s diagnosis.TaskSummary
+			get(stagePath(k)+"/taskSummary?quantiles="+diagnosis.Quantiles, &s, true)
+			if len(s.Quantiles) > 0 {
+				sums[i] = &s
+			}
+		}
+	}
+	parallel(4, fns)
+	for i, k := range targets {
+		if sums[i] != nil {
+			in.Summaries[k] = sums[i]
+		}
+	}
+	queries := diagnosis.TaskListTargets(in, d.cfg)
+	lists := make([][]diagnosis.Task, len(queries))
+	fns = make([]func(), len(queries))
+	for i, q := range queries {
+		fns[i] = func() { get(stagePath(q.Stage)+"/taskList?"+q.Query(d.cfg.TaskListLength), &lists[i], true) }
+	}
+	parallel(4, fns)
+	for i, q := range queries {
+		if q.Failed {
+			in.Failed[q.Stage] = lists[i]
+		} else {
+			in.Slowest[q.Stage] = lists[i]
+		}
+	}
+	res.report = diagnosis.Diagnose(in, d.cfg)
+	for i := range res.report.Findings {
+		f := &res.report.Findings[i]
+		f.Link = "/app/" + appID + "/" + f.Page
+		if f.SQLPage != "" {
+			f.SQLLink = "/app/" + appID + "/" + f.SQLPage
+		}
+	}
+	return res, nil
+}
+
+func stagePath(k diagnosis.StageKey) string {
+	return "/stages/" + strconv.Itoa(k.StageID) + "/" + strconv.Itoa(k.AttemptID)
+}
+
+// fetchJSON GETs src's REST path rest+path and decodes its JSON answer.
+func (d *diagnoser) fetchJSON(ctx context.Context, src diagSource, path string, v any) error {
+	u := *src.base
+	p, q, _ := strings.Cut(path, "?")
+	u.Path = src.base.Path + src.rest + p
+	u.RawPath = ""
+	u.RawQuery = q
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("reading %s from %s: %w", path, src.label, err)
+	}
+	defer func() { _ = resp.Body.Close() }() // read-only body; a close error loses nothing
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("reading %s from %s: status %d", path, src.label, resp.StatusCode)
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" {
+		// A starting driver answers a placeholder page.
+		return fmt.Errorf("reading %s from %s: not JSON (%q)", path, src.label, mt)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxRESTBody)).Decode(v); err != nil {
+		return fmt.Errorf("reading %s from %s: %w", path, src.label, err)
+	}
+	return nil
+}
+
+// parallel runs fns, at most n at a time, and waits for all: a diagnosis
+// must not open more connections to one driver than a browser tab would.
+func parallel(n int, fns []func()) {
+	sem := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	for _, f := range fns {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			f()
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,220 @@
+package discovery
+
+import (
+	"errors"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// The life of a live app, on Run's goroutine: a candidate is offered,
+// verified against its UI's REST API (identity.go decides whether its claim
+// stands), published, its environment read, re-checked each round, and
+// ended when it stops answering or another app answers at its address.
+
+// offer considers a candidate: verify it unless it is known live, being
+// verified, or backing off.
+func (d *Discoverer) offer(c candidate) {
+	now := d.now()
+	key := c.key()
+	t := d.targets[key]
+	if t == nil {
+		t = &target{c: c}
+		d.targets[key] = t
+	}
+	t.c, t.lastOffer = c, now
+	if t.appID != "" {
+		if a := d.apps[t.appID]; a != nil && a.app.State == Running {
+			return
+		}
+		t.appID = ""
+	}
+	if t.verifying || now.Before(t.retryAt) {
+		return
+	}
+	d.verify(t)
+}
+
+func (d *Discoverer) verify(t *target) {
+	ctx := d.ctx
+	t.verifying = true
+	t.verifyAt = d.now()
+	d.pending++
+	u := t.c.url
+	go func() {
+		addr, err := d.pins.resolve(ctx, u)
+		var info driverInfo
+		if err == nil {
+			info, err = d.c.verify(ctx, u)
+			info.addr = addr
+		}
+		d.send(ctx, func() { d.onVerified(t, info, err) })
+	}()
+}
+
+func (d *Discoverer) onVerified(t *target, info driverInfo, err error) {
+	t.verifying = false
+	d.pending--
+	now := d.now()
+	key := t.c.key()
+	if d.targets[key] != t {
+		d.targets[key] = t // forgotten while verifying; keep what we learnt
+	}
+	if err != nil {
+		var ue *unreachableError
+		switch {
+		case errors.As(err, &ue):
+			t.fails++
+			t.retryAt = now.Add(min(time.Duration(d.cfg.Interval)<<min(t.fails-1, 10), backoffMax) - time.Millisecond)
+		default:
+			t.fails++
+			t.retryAt = now.Add(12 * time.Duration(d.cfg.Interval))
+		}
+		log := d.log.Debug
+		if errors.Is(err, errNotAllowed) && t.fails == 1 {
+			log = d.log.Warn
+		}
+		log("candidate not verified", zap.String("upstream", u2s(t.c.url)), zap.String("source", t.c.source), zap.Error(err))
+		return
+	}
+	if reason := d.claimConflict(t, info); reason != "" {
+		d.refuseClaim(t, info.ID, info.User, reason)
+		return
+	}
+	t.fails, t.refused = 0, ""
+	if old := d.apps[info.ID]; old != nil && old.app.State == Running && old.key != key {
+		t.appID = info.ID // the same driver under a second address
+		return
+	}
+	if t.appID != "" && t.appID != info.ID {
+		d.endApp(t.appID, "another app answers at its url")
+	}
+	// ACLProps stay nil, which the authorizer judges fail-closed, until
+	// the environment has been read.
+	app := App{
+		ID: info.ID, Name: info.Name, User: info.User, AttemptID: info.AttemptID,
+		SparkVersion: info.SparkVersion, StartTime: info.Start, State: Running,
+		UIURL: t.c.url, Addr: info.addr, Source: t.c.source, LastSeen: now,
+	}
+	if t.c.yarn {
+		app.ProxyBase = "/proxy/" + info.ID // the RM web proxy's, unless the environment names one
+	}
+	a := &liveApp{app: app, key: key, foundAt: now}
+	d.apps[info.ID] = a
+	t.appID = info.ID
+	d.dirty = true
+	fields := []zap.Field{zap.String("app_id", info.ID), zap.String("upstream", u2s(t.c.url)), zap.String("source", t.c.source)}
+	if !t.fromLogAt.IsZero() {
+		fields = append(fields, zap.Duration("since_log_line", now.Sub(t.fromLogAt)))
+	}
+	fields = append(fields, zap.Duration("verify_took", now.Sub(t.verifyAt)), zap.Int("tries", info.tries))
+	d.log.Info("driver found", fields...)
+	d.readEnv(info.ID, a)
+}
+
+// readEnv reads a live app's environment in a worker, unless it is known,
+// being read, or the app is no longer the running one under its id.
+func (d *Discoverer) readEnv(id string, a *liveApp) {
+	if d.apps[id] != a || a.app.State != Running || a.envBusy || a.envKnown {
+		return
+	}
+	a.envBusy = true
+	ctx, u := d.ctx, a.app.UIURL
+	go func() {
+		acl, proxyBase, err := d.c.driverEnv(ctx, u, id)
+		d.send(ctx, func() { d.onEnv(id, a, acl, proxyBase, err) })
+	}()
+}
+
+// onEnv publishes a read environment, or schedules the next read. A failed
+// read changes nothing: ACLProps stay nil (fail-closed).
+func (d *Discoverer) onEnv(id string, a *liveApp, acl map[string]string, proxyBase string, err error) {
+	a.envBusy = false
+	if d.apps[id] != a || a.app.State != Running {
+		return // ended or replaced: its props stay as they were
+	}
+	if err != nil {
+		a.envFails++
+		wait := envRetryDelay(a.envFails)
+		log := d.log.Debug
+		if a.envFails == 1 {
+			log = d.log.Warn
+		}
+		log("driver environment unreadable; only its owner and admins get in until it is read",
+			zap.String("app_id", id), zap.String("upstream", u2s(a.app.UIURL)), zap.Int("fails", a.envFails),
+			zap.Duration("retry_in", wait), zap.Error(err))
+		ctx := d.ctx
+		time.AfterFunc(wait, func() { d.send(ctx, func() { d.readEnv(id, a) }) })
+		return
+	}
+	a.envKnown, a.envFails = true, 0
+	a.app.ACLProps = acl
+	if proxyBase != "" {
+		a.app.ProxyBase = proxyBase
+	}
+	d.dirty = true
+	d.log.Info("driver environment read", zap.String("app_id", id), zap.Duration("since_found", d.now().Sub(a.foundAt)),
+		zap.Bool("acls_enable", acl["spark.acls.enable"] == "true"), zap.String("proxy_base", a.app.ProxyBase))
+}
+
+// checkApp asks a live app's UI whether it still serves the same app.
+func (d *Discoverer) checkApp(id string, suspect bool) {
+	a := d.apps[id]
+	if a == nil || a.app.State != Running || a.checking {
+		return
+	}
+	a.checking = true
+	ctx := d.ctx
+	u := a.app.UIURL
+	go func() {
+		got, err := d.c.driverApp(ctx, u)
+		d.send(ctx, func() { d.onChecked(id, a, got, err, suspect) })
+	}()
+}
+
+func (d *Discoverer) onChecked(id string, a *liveApp, got apiApp, err error, suspect bool) {
+	a.checking = false
+	if d.apps[id] != a || a.app.State != Running {
+		return
+	}
+	if err == nil && got.ID == id && attemptUser(got) == a.app.User {
+		a.fails = 0
+		a.app.LastSeen = d.now()
+		d.dirty = true
+		return
+	}
+	if err == nil {
+		// Port reused: the old driver is gone; verify the newcomer fully.
+		d.endApp(id, "another app answers at its url")
+		if t := d.targets[a.key]; t != nil && !t.verifying {
+			d.verify(t)
+		}
+		return
+	}
+	a.fails++
+	var ue *unreachableError
+	refused := errors.As(err, &ue) && ue.refused
+	if a.fails >= 2 || (suspect && refused) {
+		d.endApp(id, err.Error())
+		return
+	}
+	d.log.Debug("driver did not answer", zap.String("app_id", id), zap.String("upstream", u2s(a.app.UIURL)), zap.Error(err))
+}
+
+// endApp marks an app ended. Its UI URL stays for display; App.Live is
+// false from now on.
+func (d *Discoverer) endApp(id, reason string) {
+	a := d.apps[id]
+	if a == nil || a.app.State != Running {
+		return
+	}
+	a.app.State = Ended
+	a.app.EndTime = d.now()
+	for _, t := range d.targets {
+		if t.appID == id {
+			t.appID, t.retryAt, t.fails = "", time.Time{}, 0
+		}
+	}
+	d.dirty = true
+	d.log.Info("driver ended", zap.String("app_id", id), zap.String("upstream", u2s(a.app.UIURL)), zap.String("source", a.app.Source), zap.String("reason", reason))
+}

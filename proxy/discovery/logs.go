@@ -1,0 +1,86 @@
+package discovery
+
+import (
+	"context"
+	"time"
+)
+
+// Driver logs: the follower runs on its own goroutine and hands the
+// changes of the followed files to Run, which offers their UI URLs as
+// candidates and checks the apps a "stopped" line names.
+
+// followLogs polls the follower and hands changes to Run.
+func (d *Discoverer) followLogs(ctx context.Context) {
+	defer d.follower.closeAll()
+	tick := time.NewTimer(followPoll(0))
+	defer tick.Stop()
+	first := true
+	for {
+		changes := d.follower.poll()
+		if len(changes) > 0 || first {
+			at := d.now()
+			isFirst := first
+			d.send(ctx, func() { d.onLogs(changes, at, isFirst) })
+			first = false
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			tick.Reset(followPoll(len(d.follower.files)))
+		}
+	}
+}
+
+func (d *Discoverer) onLogs(changes []logCandidates, at time.Time, first bool) {
+	if first {
+		d.logsDone = true
+	}
+	for _, ch := range changes {
+		prev := d.logCands[ch.path]
+		var cs []candidate
+		for _, raw := range ch.urls {
+			u, err := parseCandidateURL(raw)
+			if err != nil {
+				continue
+			}
+			cs = append(cs, candidate{url: u, source: "log:" + ch.path, appID: ch.appHint})
+		}
+		if len(cs) == 0 {
+			delete(d.logCands, ch.path)
+		} else {
+			d.logCands[ch.path] = cs
+		}
+		if ch.stopped {
+			// The UI said it stopped: check its apps now, ending them on
+			// the first refused connection.
+			for _, c := range prev {
+				if t := d.targets[c.key()]; t != nil && t.appID != "" {
+					d.checkApp(t.appID, true)
+				}
+			}
+		}
+		for _, c := range cs {
+			t := d.targets[c.key()]
+			if t != nil && t.appID != "" && c.appID != "" && !sameApp(c.appID, t.appID) {
+				// The log's id line names another app than the one
+				// verified at its URL.
+				d.evictClaim(t.appID, "the driver's log names app "+c.appID)
+				continue
+			}
+			if t != nil && t.appID != "" {
+				// A new UI line for a URL we know: maybe a new driver on a
+				// reused port. The check tells.
+				d.checkApp(t.appID, false)
+				continue
+			}
+			if t != nil {
+				t.retryAt = time.Time{} // fresh evidence beats backoff
+			}
+			d.offer(c)
+			if t = d.targets[c.key()]; t != nil {
+				t.fromLogAt = at
+			}
+		}
+	}
+}

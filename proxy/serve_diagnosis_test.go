@@ -1,0 +1,258 @@
+package proxy
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sparkgate/sparkgate/proxy/diagnosis"
+	"github.com/sparkgate/sparkgate/proxy/discovery"
+)
+
+// restFiles serves a captured app (proxy/diagnosis/testdata/<dir>) as a
+// driver (attempt "") or a History Server (attempt "1") would, for any
+// app id, and records the paths and queries it was asked.
+type restFiles struct {
+	*httptest.Server
+	mu   sync.Mutex
+	reqs []string
+}
+
+var restPath = regexp.MustCompile(`^/api/v1/applications/[^/]+(?:/\d+)?/(jobs|stages|allexecutors|sql|stages/(\d+)/(\d+)/(taskSummary|taskList))$`)
+
+func newRESTFiles(t testing.TB, dir string) *restFiles {
+	t.Helper()
+	f := &restFiles{}
+	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		f.reqs = append(f.reqs, r.URL.RequestURI())
+		f.mu.Unlock()
+		m := restPath.FindStringSubmatch(r.URL.Path)
+		if m == nil {
+			http.NotFound(w, r)
+			return
+		}
+		name := m[1] + ".json"
+		if m[4] != "" {
+			name = m[4] + "_" + m[2] + "_" + m[3] + ".json"
+		}
+		b, err := os.ReadFile(filepath.Join("diagnosis", "testdata", dir, name))
+		if err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(b)
+	}))
+	t.Cleanup(f.Close)
+	return f
+}
+
+func (f *restFiles) requests() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.reqs)
+}
+
+const (
+	appSkew    = "local-1796118587136"
+	appHealthy = "local-1796118781561"
+	appSkewHS  = "local-1796118786582"
+	appFail    = "local-1796118586299"
+)
+
+// diagHarness adds to the usual harness a live skewed app (owner alice),
+// a live healthy app (owner alice) and a finished skewed app on a History
+// Server "diag" (attempt 1, viewable by bob only there).
+func diagHarness(t *testing.T) (*harness, map[string]*restFiles) {
+	t.Helper()
+	files := map[string]*restFiles{
+		appSkew:    newRESTFiles(t, "3.5.9-skew"),
+		appHealthy: newRESTFiles(t, "3.5.9-healthy"),
+		appSkewHS:  newRESTFiles(t, "4.0.5-skew"),
+		appFail:    newRESTFiles(t, "4.0.5-fail"),
+	}
+	u := func(f *restFiles) *url.URL { v, _ := url.Parse(f.URL); return v }
+	h := newHarness(t, func(o *Options) {
+		o.HistoryServers["diag"] = u(files[appSkewHS])
+	})
+	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	apps := h.reg.Load().Apps()
+	apps = append(apps,
+		&discovery.App{ID: appSkew, Name: "diag-skew", User: "alice", StartTime: start, State: discovery.Running, UIURL: u(files[appSkew]), Source: "static"},
+		&discovery.App{ID: appHealthy, Name: "diag-healthy", User: "alice", StartTime: start, State: discovery.Running, UIURL: u(files[appHealthy]), Source: "static"},
+		&discovery.App{ID: appFail, Name: "diag-fail", User: "alice", StartTime: start, State: discovery.Running, UIURL: u(files[appFail]), Source: "static"},
+		&discovery.App{ID: appSkewHS, Name: "diag-skew", User: "carol", StartTime: start, EndTime: start.Add(time.Minute), State: discovery.Ended, Source: "history:diag",
+			History: []discovery.HistoryRef{{Server: "diag", BaseURL: u(files[appSkewHS]), Attempts: []string{"1"}, Completed: true,
+				ACLProps: map[string]string{"spark.ui.view.acls": "bob"}}}},
+	)
+	h.reg.Store(discovery.NewSnapshot(apps))
+	return h, files
+}
+
+func kindsOf(fs []diagnosis.Finding) []diagnosis.Kind {
+	var out []diagnosis.Kind
+	for _, f := range fs {
+		out = append(out, f.Kind)
+	}
+	return out
+}
+
+func TestDiagnosisJSON(t *testing.T) {
+	t.Parallel()
+	h, files := diagHarness(t)
+	resp, body := h.do(t, "GET", "/api/v1/applications/"+appSkew+"/diagnosis", "alice", nil)
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		t.Fatalf("GET diagnosis = %d %s; want 200 JSON\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	var d diagnosisJSON
+	decodeJSON(t, body, &d)
+	want := []diagnosis.Kind{diagnosis.KindTaskDurationSkew, diagnosis.KindShuffleSkew}
+	if got := kindsOf(d.Findings); !slices.Equal(got, want) {
+		t.Fatalf("findings = %v; want %v", got, want)
+	}
+	if f := d.Findings[0]; f.Link != "/app/"+appSkew+"/stages/stage/?id=1&attempt=0" || f.Metrics["max_ms"] != 17653 {
+		t.Errorf("finding link %q, metrics %v", f.Link, f.Metrics)
+	}
+	if !d.Live || d.AppID != appSkew || d.Page != "/app/"+appSkew+"/_/diagnosis" || d.Read.Stages != 2 || d.Thresholds["duration_skew_ratio"] != "5" {
+		t.Errorf("diagnosis = %+v", d)
+	}
+	// Bounded: every task list asks for at most task_list_length tasks.
+	for _, r := range files[appSkew].requests() {
+		if strings.Contains(r, "/taskList") && !strings.Contains(r, "length=20") {
+			t.Errorf("task list request %q has no length cap", r)
+		}
+		if !strings.HasPrefix(r, "/api/v1/applications/"+appSkew+"/") {
+			t.Errorf("request %q outside the app's REST API", r)
+		}
+	}
+}
+
+func TestDiagnosisPage(t *testing.T) {
+	t.Parallel()
+	h, _ := diagHarness(t)
+	resp, body := h.do(t, "GET", "/app/"+appSkew+"/_/diagnosis", "alice", nil)
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+		t.Fatalf("GET page = %d; want 200 HTML\n%s", resp.StatusCode, body)
+	}
+	for _, s := range []string{`data-kind="task_duration_skew"`, `data-kind="shuffle_skew"`,
+		`href="/app/` + appSkew + `/stages/stage/?id=1&amp;attempt=0"`, "salting", "spark.sql.adaptive.skewJoin.enabled", "Tasks"} {
+		if !strings.Contains(body, s) {
+			t.Errorf("page lacks %q", s)
+		}
+	}
+	resp, body = h.do(t, "GET", "/app/"+appHealthy+"/_/diagnosis", "alice", nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `id="diag-none"`) || strings.Contains(body, "data-kind=") {
+		t.Errorf("healthy app page = %d, want \"No finding\" and no finding:\n%s", resp.StatusCode, body)
+	}
+}
+
+// TestDiagnosisACL: the diagnosis is judged like the app's REST API, and
+// a refused user makes no upstream call.
+func TestDiagnosisACL(t *testing.T) {
+	t.Parallel()
+	h, files := diagHarness(t)
+	for _, p := range []string{"/api/v1/applications/" + appSkew + "/diagnosis", "/app/" + appSkew + "/_/diagnosis"} {
+		resp, body := h.do(t, "GET", p, "carol", nil)
+		if resp.StatusCode != http.StatusNotFound { // a denied app looks unknown
+			t.Errorf("carol GET %s = %d; want 404\n%s", p, resp.StatusCode, body)
+		}
+		resp, _ = h.do(t, "GET", p, "", nil)
+		if resp.StatusCode != http.StatusFound {
+			t.Errorf("anonymous GET %s = %d; want 302 to sign-in", p, resp.StatusCode)
+		}
+	}
+	if rs := files[appSkew].requests(); len(rs) != 0 {
+		t.Errorf("denied requests reached the driver: %v", rs)
+	}
+	resp, _ := h.do(t, "POST", "/api/v1/applications/"+appSkew+"/diagnosis", "alice", nil)
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST = %d; want 405", resp.StatusCode)
+	}
+}
+
+// TestDiagnosisHistory: a finished app is read from its History Server
+// (with its attempt), judged by the History Server's ACLs.
+func TestDiagnosisHistory(t *testing.T) {
+	t.Parallel()
+	h, files := diagHarness(t)
+	if resp, _ := h.do(t, "GET", "/api/v1/applications/"+appSkewHS+"/diagnosis", "alice", nil); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("alice (not in the History Server's view ACL) = %d; want 404, as for an unknown app", resp.StatusCode)
+	}
+	resp, body := h.do(t, "GET", "/api/v1/applications/"+appSkewHS+"/diagnosis", "bob", nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("bob = %d\n%s", resp.StatusCode, body)
+	}
+	var d diagnosisJSON
+	decodeJSON(t, body, &d)
+	if d.Live || d.Source != "History Server diag" || !slices.Contains(kindsOf(d.Findings), diagnosis.KindTaskDurationSkew) {
+		t.Errorf("history diagnosis = %+v", d)
+	}
+	for _, r := range files[appSkewHS].requests() {
+		if !strings.HasPrefix(r, "/api/v1/applications/"+appSkewHS+"/1/") {
+			t.Errorf("history request %q does not name attempt 1", r)
+		}
+	}
+}
+
+// TestDiagnosisCached: within cache_ttl a second request reads nothing.
+func TestDiagnosisCached(t *testing.T) {
+	t.Parallel()
+	h, files := diagHarness(t)
+	h.do(t, "GET", "/api/v1/applications/"+appSkew+"/diagnosis", "alice", nil)
+	n := len(files[appSkew].requests())
+	if n == 0 || n > 4+30+6 {
+		t.Fatalf("first diagnosis made %d upstream requests; want 1..40", n)
+	}
+	h.do(t, "GET", "/app/"+appSkew+"/_/diagnosis", "alice", nil)
+	if m := len(files[appSkew].requests()); m != n {
+		t.Errorf("second diagnosis made %d more upstream requests; want 0 (cached)", m-n)
+	}
+}
+
+func TestIndexLinksDiagnosis(t *testing.T) {
+	t.Parallel()
+	h, _ := diagHarness(t)
+	_, body := h.do(t, "GET", "/", "alice", nil)
+	if !strings.Contains(body, `href="/app/`+appSkew+`/_/diagnosis"`) {
+		t.Errorf("index has no diagnosis link for %s", appSkew)
+	}
+}
+
+// TestIndexLiveStats: a live row shows what the app does and badges of
+// the findings the lists reveal, read without any task call; ?sort=findings
+// puts the worst first.
+func TestIndexLiveStats(t *testing.T) {
+	t.Parallel()
+	h, files := diagHarness(t)
+	_, body := h.do(t, "GET", "/?sort=findings", "alice", nil)
+	i := strings.Index(body, `href="/app/`+appFail+`/"`)
+	if i < 0 {
+		t.Fatalf("index lacks %s", appFail)
+	}
+	row := body[i:]
+	row = row[:strings.Index(row, "</tr>")]
+	for _, w := range []string{"0 active jobs · 0 tasks running · 1 executor", "1 failed tasks", `class="sev critical" href="/app/` + appFail + `/_/diagnosis">job_failed</a>`} {
+		if !strings.Contains(row, w) {
+			t.Errorf("row of %s lacks %q:\n%s", appFail, w, row)
+		}
+	}
+	if j := strings.Index(body, `href="/app/`+appSkew+`/"`); j < i {
+		t.Errorf("sort=findings: %s (no finding from lists) before %s (a failed job)", appSkew, appFail)
+	}
+	for id, f := range files {
+		for _, r := range f.requests() {
+			if strings.Contains(r, "/taskList") || strings.Contains(r, "/taskSummary") {
+				t.Errorf("index view of %s made a task call: %s", id, r)
+			}
+		}
+	}
+}
