@@ -107,6 +107,7 @@ func TestACL(t *testing.T) {
 			t.Run("doAs", e.checkDoAs)
 			t.Run("recorded upstream", e.checkRecorded)
 			t.Run("return URLs", e.checkReturnURLs)
+			t.Run("finished", e.checkFinished) // stops apps: last
 		})
 	}
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"maps"
 	"net/http"
+	"slices"
 
 	"github.com/sparkgate/sparkgate/auth"
 	"github.com/sparkgate/sparkgate/policy"
@@ -28,12 +30,18 @@ func (x authnAdapter) Challenge(w http.ResponseWriter, r *http.Request) { x.a.Ch
 type authorizer struct {
 	c       *policy.Cached
 	history map[string]policy.HistoryRules
+	// historyNames are history's keys in order.
+	historyNames []string
 }
 
 var _ proxy.Authorizer = (*authorizer)(nil)
 
 func newAuthorizer(cfg policy.Config, history map[string]policy.HistoryRules) *authorizer {
-	return &authorizer{c: policy.NewCached(policy.New(cfg), cfg.CacheSize, cfg.CacheTTL), history: history}
+	return &authorizer{
+		c:            policy.NewCached(policy.New(cfg), cfg.CacheSize, cfg.CacheTTL),
+		history:      history,
+		historyNames: slices.Sorted(maps.Keys(history)),
+	}
 }
 
 // unknownACL stands for an app whose ACLs are not read yet: judged as if
@@ -50,10 +58,14 @@ func (z *authorizer) Authorize(id proxy.Identity, app *discovery.App, hist *disc
 	}
 	var d policy.Decision
 	var props map[string]string
-	if hist == nil {
+	switch {
+	case hist == nil && !app.Live() && len(z.historyNames) > 0:
+		props = cmpOr(app.ACLProps, unknownACL)
+		d = z.decideEnded(sub, props, app.User, act)
+	case hist == nil:
 		props = cmpOr(app.ACLProps, unknownACL)
 		d = z.c.DecideLive(sub, props, app.User, act)
-	} else {
+	default:
 		props = cmpOr(hist.ACLProps, unknownACL)
 		// The History Server's owner, never a live claim: a driver may say
 		// anything about itself, the event log is what the server serves.
@@ -66,6 +78,28 @@ func (z *authorizer) Authorize(id proxy.Identity, app *discovery.App, hist *disc
 		return proxy.Verdict{Pending: true}
 	}
 	return proxy.Verdict{Allow: d.Allow, Reasons: d.Reasons, Grant: d.Grant}
+}
+
+// decideEnded judges an app whose driver has ended and that no History
+// Server lists yet. Its pages will come from a History Server, which
+// applies its own rules to the ACLs of the event log (the driver's
+// environment, props): whoever one of them would let in gets the waiting
+// page now, rather than a "no" that turns into a "yes" once the server
+// lists the app (a user in spark.history.ui.admin.acls, or any user when
+// the server's ACLs are off). The servers are asked in name order, so the
+// reasons of a denial are stable.
+func (z *authorizer) decideEnded(sub policy.Subject, props map[string]string, owner string, act policy.Action) policy.Decision {
+	var d policy.Decision
+	for i, name := range z.historyNames {
+		h := z.c.DecideHistory(sub, z.history[name], props, owner, act)
+		if h.Allow {
+			return h
+		}
+		if i == 0 {
+			d = h
+		}
+	}
+	return d
 }
 
 // cmpOr returns m, or def when m is nil (an app whose ACLs are unknown; an

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/url"
 	"testing"
 	"time"
 
@@ -54,5 +55,46 @@ func TestAuthorizeHistoryUsesHistoryOwner(t *testing.T) {
 	}
 	if v := z.Authorize(proxy.Identity{User: "dave"}, claimed, hist, proxy.View); !v.Allow {
 		t.Errorf("dave on his finished app = %+v; want allowed", v)
+	}
+}
+
+// TestAuthorizeEndedAppByHistoryRules: an app whose driver has ended and
+// that no History Server lists yet is judged as the History Servers will
+// judge it, so a History Server admin is not told "no" seconds before the
+// server lets them in, and the app's own lists still count.
+func TestAuthorizeEndedAppByHistoryRules(t *testing.T) {
+	z := newAuthorizer(policy.Config{CacheSize: 16, CacheTTL: time.Minute}, map[string]policy.HistoryRules{
+		"b": {Name: "b", Enabled: true},
+		"a": {Name: "a", Enabled: true, AdminGroups: []string{"hs-admins"}},
+	})
+	props := map[string]string{"spark.acls.enable": "true", "spark.ui.view.acls.groups": "analysts"}
+	ended := &discovery.App{ID: "app-1", User: "dave", State: discovery.Ended, ACLProps: props}
+	live := &discovery.App{ID: "app-2", User: "dave", State: discovery.Running, ACLProps: props,
+		UIURL: &url.URL{Scheme: "http", Host: "127.0.0.1:4040"}}
+	for _, tc := range []struct {
+		name   string
+		app    *discovery.App
+		user   string
+		groups []string
+		allow  bool
+	}{
+		{"ended, History Server admin group", ended, "carol", []string{"hs-admins"}, true},
+		{"live, History Server admin group", live, "carol", []string{"hs-admins"}, false},
+		{"ended, in the app's view group", ended, "alice", []string{"analysts"}, true},
+		{"ended, owner", ended, "dave", nil, true},
+		{"ended, nobody", ended, "eve", []string{"other"}, false},
+	} {
+		v := z.Authorize(proxy.Identity{User: tc.user, Groups: tc.groups}, tc.app, nil, proxy.View)
+		if v.Allow != tc.allow || v.Pending {
+			t.Errorf("%s: Authorize(%s) = %+v; want allow=%t", tc.name, tc.user, v, tc.allow)
+		}
+		if !v.Allow && len(v.Reasons) == 0 {
+			t.Errorf("%s: a denial without reasons", tc.name)
+		}
+	}
+	// Without History Servers an ended app keeps its live rules.
+	noHS := newAuthorizer(policy.Config{CacheSize: 16, CacheTTL: time.Minute}, nil)
+	if v := noHS.Authorize(proxy.Identity{User: "carol", Groups: []string{"hs-admins"}}, ended, nil, proxy.View); v.Allow {
+		t.Errorf("no History Server: carol on an ended app = %+v; want the live rules' denial", v)
 	}
 }
