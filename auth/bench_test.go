@@ -16,7 +16,7 @@ func BenchmarkAuthenticateSession(b *testing.B) {
 	}{{"cached", true}, {"decode", false}} {
 		b.Run(tc.name, func(b *testing.B) {
 			c := testCodec(b, newKey(b))
-			a := &Authenticator{codec: c, now: func() time.Time { return time.Unix(1.9e9, 0) }, logger: zap.NewNop(), cfg: Config{Session: SessionConfig{Refresh: ptr(true)}}}
+			a := &Authenticator{codec: c, now: func() time.Time { return time.Unix(1.9e9, 0) }, logger: zap.NewNop(), cfg: Config{Session: SessionConfig{Refresh: ptr(true)}}, gate: newGate(Config{})}
 			a.sessions, a.refreshed = newCaches(time.Hour)
 			groups := make([]string, 40)
 			for i := range groups {
@@ -47,7 +47,7 @@ func BenchmarkAuthenticateSession(b *testing.B) {
 func BenchmarkAuthenticateSessionRedis(b *testing.B) {
 	r := startRedis(b)
 	c := testCodec(b, newKey(b))
-	a := &Authenticator{codec: c, now: func() time.Time { return time.Unix(1.9e9, 0) }, logger: zap.NewNop(), cfg: Config{Session: SessionConfig{Refresh: ptr(true)}}}
+	a := &Authenticator{codec: c, now: func() time.Time { return time.Unix(1.9e9, 0) }, logger: zap.NewNop(), cfg: Config{Session: SessionConfig{Refresh: ptr(true)}}, gate: newGate(Config{})}
 	a.sessions, a.refreshed = newCaches(time.Hour)
 	a.revoked = newRevocations(time.Hour)
 	cfg := StoreConfig{Store: StoreRedis, Redis: RedisConfig{Addr: r.addr()}}
