@@ -53,7 +53,10 @@ type Authenticator struct {
 	// Authenticate (which cannot set cookies) to the renewed session, so the
 	// refresh token is used once; the login handler writes it to a cookie.
 	refreshed *expirable.LRU[[32]byte, *session]
-	inflight  inflight
+	// renewedValues holds the encoded cookie of each renewed session
+	// (saveRenewed); nil encodes every time.
+	renewedValues *expirable.LRU[*session, string]
+	inflight      inflight
 	// revoked holds the IDs of sessions signed out of, so that a copy of
 	// the cookie taken before sign-out is refused afterwards.
 	revoked *revocations
@@ -93,6 +96,7 @@ func New(ctx context.Context, cfg Config, publicURL string, logger *zap.Logger) 
 		logger.Warn("auth.oidc.strip_email_domain without auth.allowed_email_domains strips every domain: alice@a.example and alice@b.example become the same user")
 	}
 	a.sessions, a.refreshed = newCaches(cfg.Session.TTL)
+	a.renewedValues = expirable.NewLRU[*session, string](cacheSize, nil, cfg.Session.TTL)
 	a.revoked = newRevocations(cfg.Session.TTL)
 	a.cookies = cookieOptions{secure: pu.Scheme == "https", path: a.basePath + "/"}
 	if cfg.Session.CookieSecure != nil {
@@ -279,6 +283,30 @@ func (a *Authenticator) saveSession(w http.ResponseWriter, r *http.Request, s *s
 	if err != nil {
 		return err
 	}
+	return a.writeSessionValue(w, r, s, value)
+}
+
+// saveRenewed is saveSession for a renewed session, encoded once: every
+// request that still carries the cookie from before the renewal (those
+// already in flight, a client that ignores Set-Cookie) is sent the same
+// new cookie, not encrypted anew each time.
+func (a *Authenticator) saveRenewed(w http.ResponseWriter, r *http.Request, s *session) error {
+	if a.renewedValues == nil {
+		return a.saveSession(w, r, s)
+	}
+	value, ok := a.renewedValues.Get(s)
+	if !ok {
+		var err error
+		if value, err = a.codec.encode(sessionCookie, s); err != nil {
+			return err
+		}
+		a.renewedValues.Add(s, value)
+	}
+	return a.writeSessionValue(w, r, s, value)
+}
+
+// writeSessionValue writes value, the encoding of s, as the session cookie.
+func (a *Authenticator) writeSessionValue(w http.ResponseWriter, r *http.Request, s *session, value string) error {
 	maxAge := int(s.Expiry.Sub(a.now()) / time.Second)
 	if s.RefreshToken != "" && *a.cfg.Session.Refresh {
 		// A refreshable session outlives its first expiry: let the browser

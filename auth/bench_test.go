@@ -1,11 +1,13 @@
 package auth
 
 import (
+	"crypto/sha256"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/expirable"
 	"go.uber.org/zap"
 )
 
@@ -16,7 +18,7 @@ func BenchmarkAuthenticateSession(b *testing.B) {
 	}{{"cached", true}, {"decode", false}} {
 		b.Run(tc.name, func(b *testing.B) {
 			c := testCodec(b, newKey(b))
-			a := &Authenticator{codec: c, now: func() time.Time { return time.Unix(1.9e9, 0) }, logger: zap.NewNop(), cfg: Config{Session: SessionConfig{Refresh: ptr(true)}}}
+			a := &Authenticator{codec: c, now: func() time.Time { return time.Unix(1.9e9, 0) }, logger: zap.NewNop(), cfg: Config{Session: SessionConfig{Refresh: ptr(true)}}, gate: newGate(Config{})}
 			a.sessions, a.refreshed = newCaches(time.Hour)
 			groups := make([]string, 40)
 			for i := range groups {
@@ -47,7 +49,7 @@ func BenchmarkAuthenticateSession(b *testing.B) {
 func BenchmarkAuthenticateSessionRedis(b *testing.B) {
 	r := startRedis(b)
 	c := testCodec(b, newKey(b))
-	a := &Authenticator{codec: c, now: func() time.Time { return time.Unix(1.9e9, 0) }, logger: zap.NewNop(), cfg: Config{Session: SessionConfig{Refresh: ptr(true)}}}
+	a := &Authenticator{codec: c, now: func() time.Time { return time.Unix(1.9e9, 0) }, logger: zap.NewNop(), cfg: Config{Session: SessionConfig{Refresh: ptr(true)}}, gate: newGate(Config{})}
 	a.sessions, a.refreshed = newCaches(time.Hour)
 	a.revoked = newRevocations(time.Hour)
 	cfg := StoreConfig{Store: StoreRedis, Redis: RedisConfig{Addr: r.addr()}}
@@ -68,5 +70,46 @@ func BenchmarkAuthenticateSessionRedis(b *testing.B) {
 	}
 	if st := a.shared.stats(); !st.Up || st.Unchecked != 0 {
 		b.Fatalf("store stats %+v; want every check asked of redis", st)
+	}
+}
+
+// BenchmarkMiddlewareStaleCookie is a request carrying the cookie from
+// before its session was renewed (a client that ignores Set-Cookie): the
+// renewed cookie is written again, encoded once ("cached") or per request
+// ("encode", as before saveRenewed).
+func BenchmarkMiddlewareStaleCookie(b *testing.B) {
+	for _, cached := range []bool{true, false} {
+		name := "encode"
+		if cached {
+			name = "cached"
+		}
+		b.Run(name, func(b *testing.B) {
+			c := testCodec(b, newKey(b))
+			a := &Authenticator{codec: c, now: func() time.Time { return time.Unix(1.9e9, 0) }, logger: zap.NewNop(),
+				cfg: Config{Session: SessionConfig{Refresh: ptr(true)}}, gate: newGate(Config{}), oidc: &oidcClient{}}
+			a.sessions, a.refreshed = newCaches(time.Hour)
+			if cached {
+				a.renewedValues = expirable.NewLRU[*session, string](cacheSize, nil, time.Hour)
+			}
+			old := &session{User: "alice", Method: MethodSession, RefreshToken: "r", Expiry: time.Unix(2e9, 0)}
+			value, err := c.encode(sessionCookie, old)
+			if err != nil {
+				b.Fatal(err)
+			}
+			renewed := *old
+			renewed.Groups = []string{"eng"}
+			a.refreshed.Add(sha256.Sum256([]byte(value)), &renewed)
+			h := a.Middleware(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+			r := httptest.NewRequest(http.MethodGet, "/app/app-1/jobs/", nil)
+			r.AddCookie(&http.Cookie{Name: sessionCookie, Value: value})
+			b.ReportAllocs()
+			for b.Loop() {
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, r)
+				if len(w.Result().Cookies()) == 0 {
+					b.Fatal("no renewed cookie written")
+				}
+			}
+		})
 	}
 }

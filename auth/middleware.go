@@ -39,7 +39,7 @@ func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 			return
 		}
 		if renewed {
-			if err := a.saveSession(w, r, s); err != nil {
+			if err := a.saveRenewed(w, r, s); err != nil {
 				a.logger.Warn("writing renewed session cookie", zap.String("user", s.User), zap.Error(err))
 			}
 		}

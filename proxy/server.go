@@ -134,6 +134,9 @@ func New(o Options) (*Server, error) {
 	if o.Audit == nil {
 		o.Audit = o.Logger.Named("audit")
 	}
+	// One line per authorized request, always from auditDecision: no
+	// caller on it, which zap would find by walking the stack each time.
+	o.Audit = o.Audit.WithOptions(zap.WithCaller(false))
 	pg, err := newPages()
 	if err != nil {
 		return nil, err

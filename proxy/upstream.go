@@ -83,6 +83,10 @@ func newTransport(cfg Config) *http.Transport {
 	// against 3 KB do not matter. HTML encoded anyway is decoded for the
 	// stripper (gzip, deflate; decodeBody), or refused (errEncodedHTML).
 	t.DisableCompression = true
+	// Read a page Jetty sends whole (up to its 32 KiB output buffer) in
+	// one read(2), not 4 KiB and then the rest: each read is also a pass
+	// of the stripper and a write to the client.
+	t.ReadBufferSize = upstreamReadBuffer
 	// Spark's Jetty speaks HTTP/1.1 on its plain connector; HTTP/2 over TLS
 	// would only add a second code path to test.
 	t.ForceAttemptHTTP2 = false
@@ -93,6 +97,9 @@ func newTransport(cfg Config) *http.Transport {
 
 // maxIdlePerUpstream is the transport's MaxIdleConnsPerHost.
 const maxIdlePerUpstream = 128
+
+// upstreamReadBuffer is the transport's ReadBufferSize.
+const upstreamReadBuffer = 32 << 10
 
 // get returns the proxy for base, creating it once.
 func (u *upstreams) get(base *url.URL, label string) *upstreamTarget {
@@ -273,7 +280,13 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 	} else {
 		resp.Body = NewStrippingReader(resp.Body)
 	}
-	resp.ContentLength = -1
+	// The length changes, so it is not announced; resp.ContentLength
+	// keeps the upstream's, the length read, when it is known. -1 would
+	// make ReverseProxy treat the page as a stream and flush after every
+	// Read of the stripper (a write(2) each, a timer per response, and a
+	// chunk boundary each), where the server's own buffering would send
+	// a page it has whole in one or two writes. An upstream that streams
+	// (no length) is still flushed as it comes.
 	h.Del("Content-Length")
 	return nil
 }

@@ -22,11 +22,12 @@ import (
 
 // run wires the parts together and serves until ctx is done.
 func run(ctx context.Context, cfg Config) error {
-	logger, err := newLogger(cfg.Log)
+	lg, err := newLogs(cfg.Log, os.Stderr, flushEvery)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = logger.Sync() }()
+	defer lg.close()
+	logger := lg.main
 
 	authn, err := auth.New(ctx, cfg.Auth, cfg.PublicURL, logger.Named("auth"))
 	if err != nil {
@@ -82,7 +83,7 @@ func run(ctx context.Context, cfg Config) error {
 		CSRFKey:        csrf,
 		SecureCookies:  strings.HasPrefix(cfg.PublicURL, "https://"),
 		Logger:         logger.Named("proxy"),
-		Audit:          logger.Named("audit"),
+		Audit:          lg.requests.Named("audit"),
 		Metrics:        metrics,
 		PublicURL:      cfg.PublicURL,
 		Diagnosis:      cfg.Diagnosis,
@@ -114,7 +115,7 @@ func run(ctx context.Context, cfg Config) error {
 
 	hs := &http.Server{
 		Addr:    cfg.Listen,
-		Handler: proxy.Middleware(mux, logger.Named("access"), metrics),
+		Handler: proxy.Middleware(mux, lg.requests.Named("access"), metrics),
 		// Headers must arrive promptly: slow-header clients hold a goroutine each.
 		ReadHeaderTimeout: 10 * time.Second,
 		// Spark UI requests have no bodies worth waiting for.
@@ -186,7 +187,8 @@ func run(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-func newLogger(c LogConfig) (*zap.Logger, error) {
+// loggerConfig is zap's configuration for c (see newLogs).
+func loggerConfig(c LogConfig) (zap.Config, error) {
 	var zc zap.Config
 	if c.Format == "json" {
 		zc = zap.NewProductionConfig()
@@ -198,11 +200,11 @@ func newLogger(c LogConfig) (*zap.Logger, error) {
 	}
 	lvl, err := zapcore.ParseLevel(c.Level)
 	if err != nil {
-		return nil, fmt.Errorf("log.level: %w", err)
+		return zc, fmt.Errorf("log.level: %w", err)
 	}
 	zc.Level = zap.NewAtomicLevelAt(lvl)
 	zc.Sampling = nil
-	return zc.Build()
+	return zc, nil
 }
 
 // describeSources says, for the index page's empty state, where discovery
