@@ -1,0 +1,259 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestTwoHistoryServers runs the oldest and the newest installed Spark
+// version side by side: driver A (oldest) writes rolling event logs
+// (spark.eventLog.rolling.enabled, a v2 directory) read by History Server
+// "a" of its version, driver B (newest) plain event logs read by History
+// Server "b" of its. Both drivers ask for the same spark.ui.port, so B's
+// UI lands on the next port by Spark's own retry. Subtests: `port retry`
+// (B's log says the port was taken and names the next one; a gateway that
+// reads the logs and one that only probes the two ports both route each
+// app to its own driver), `fallback` (after both stop, each bookmark leads
+// to the History Server that has the app, /hs/a/ or /hs/b/, and a crawl of
+// each is clean) and `rolling` (A's event log is a v2 directory of rolled
+// files, served whole through /hs/a/).
+func TestTwoHistoryServers(t *testing.T) {
+	s := newSuite(t)
+	s.requireGateway(t)
+	homes := s.sparkHomes(t)
+	if len(homes) < 2 {
+		t.Fatalf("needs two Spark versions, have %d (SPARK_E2E_VERSIONS)", len(homes))
+	}
+	ha, hb := homes[0], homes[len(homes)-1]
+	ctx := ctxFor(t, 10*time.Minute)
+	t0 := time.Now()
+	dir := s.freshDir(t, "twohistory")
+	evA, evB, logs := filepath.Join(dir, "events-a"), filepath.Join(dir, "events-b"), filepath.Join(dir, "driver-logs")
+	for _, d := range []string{evA, evB, logs} {
+		if err := mkdir(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	port, err := freePortPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hsA, err := StartHistoryServer(ctx, s.root, ha, evA, filepath.Join(dir, "history-a"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hsA.Stop() })
+	hsB, err := StartHistoryServer(ctx, s.root, hb, evB, filepath.Join(dir, "history-b"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hsB.Stop() })
+
+	ui := strconv.Itoa(port)
+	dA, err := StartDriver(ctx, s.root, ha, DriverOptions{
+		Name: "two-a", EventDir: evA, LogDir: logs, WorkDir: filepath.Join(dir, "work"), Light: true,
+		Confs: map[string]string{
+			"spark.ui.port":                  ui,
+			"spark.eventLog.rolling.enabled": "true",
+			// The smallest size Spark allows; the light job's log is smaller,
+			// so rolling shows as the v2 directory, with one file.
+			"spark.eventLog.rolling.maxFileSize": "10m",
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(dA.Kill)
+	// B starts once A holds the port.
+	dB, err := StartDriver(ctx, s.root, hb, DriverOptions{
+		Name: "two-b", EventDir: evB, LogDir: logs, WorkDir: filepath.Join(dir, "work"), Light: true,
+		Confs: map[string]string{"spark.ui.port": ui},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(dB.Kill)
+	for _, d := range []*Driver{dA, dB} {
+		if err := d.WaitReady(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hist := []any{
+		map[string]any{"name": "a", "url": hsA.URL},
+		map[string]any{"name": "b", "url": hsB.URL},
+	}
+	gwLogs, cLogs := s.localGateway(ctx, t, mustDir(t, filepath.Join(dir, "gateway-logs")), GatewayOptions{
+		Discovery: map[string]any{
+			"interval": "1s",
+			"logs":     []any{map[string]any{"paths": []string{filepath.Join(logs, "*.log")}, "host": "127.0.0.1"}},
+			"history":  hist,
+		},
+	})
+	gwProbe, cProbe := s.localGateway(ctx, t, mustDir(t, filepath.Join(dir, "gateway-probe")), GatewayOptions{
+		Discovery: map[string]any{
+			"interval": "1s",
+			"probe":    []any{map[string]any{"hosts": []string{"127.0.0.1"}, "ports": fmt.Sprintf("%d-%d", port, port+1)}},
+		},
+	})
+	t.Logf("two History Servers, two drivers and two gateways up after %v", time.Since(t0).Round(time.Millisecond))
+
+	t.Run("port retry", func(t *testing.T) {
+		if dA.UIPort != port || dB.UIPort != port+1 {
+			t.Fatalf("UI ports A=%d B=%d; want %d and %d", dA.UIPort, dB.UIPort, port, port+1)
+		}
+		log, err := os.ReadFile(filepath.Join(logs, "two-b.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		retry := regexp.MustCompile(`Service 'SparkUI' could not bind on port ` + ui + `\. Attempting port ` + strconv.Itoa(port+1) + `\.`)
+		if !retry.Match(log) {
+			t.Errorf("B's log does not say it retried on port %d", port+1)
+		}
+		for name, g := range map[string]struct {
+			gw *Gateway
+			c  *http.Client
+		}{"logs": {gwLogs, cLogs}, "probe": {gwProbe, cProbe}} {
+			for _, d := range []*Driver{dA, dB} {
+				if _, _, err := g.gw.WaitListed(ctx, g.c, func(id string) bool { return id == d.AppID }); err != nil {
+					t.Fatalf("%s gateway: %v", name, err)
+				}
+				// A driver answers only for its own app: a 200 proves the
+				// gateway routes the id to the right port.
+				a, err := Get(ctx, g.c, g.gw.URL+"/api/v1/applications/"+d.AppID+"/environment", nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if a.Status != http.StatusOK || !strings.Contains(string(a.Body), d.Opts.Name) {
+					t.Errorf("%s gateway: environment of %s = %d %.200s; want its driver's", name, d.Opts.Name, a.Status, a.Body)
+				}
+			}
+		}
+	})
+
+	for _, d := range []*Driver{dA, dB} {
+		if err := d.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, x := range []struct {
+		hs *HistoryServer
+		d  *Driver
+	}{{hsA, dA}, {hsB, dB}} {
+		if err := x.hs.WaitApp(ctx, x.d.AppID, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("fallback", func(t *testing.T) {
+		for _, x := range []struct {
+			server string
+			hs     *HistoryServer
+			d      *Driver
+		}{{"a", hsA, dA}, {"b", hsB, dB}} {
+			if err := waitCompleted(ctx, gwLogs, cLogs, x.d.AppID); err != nil {
+				t.Fatal(err)
+			}
+			a, err := Get(ctx, cLogs, gwLogs.URL+"/app/"+x.d.AppID+"/jobs/", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := "/hs/" + x.server + "/history/" + x.d.AppID + "/jobs/"
+			if a.Status != http.StatusFound || a.Location != want {
+				t.Errorf("/app/%s/jobs/ = %d to %q; want 302 to %s", x.d.AppID, a.Status, a.Location, want)
+			}
+			hsURL, _ := url.Parse(x.hs.URL)
+			other := hsA
+			if x.hs == hsA {
+				other = hsB
+			}
+			otherURL, _ := url.Parse(other.URL)
+			rep, err := Crawl(ctx, cLogs, gwLogs.URL+"/app/"+x.d.AppID+"/", CrawlOptions{
+				MaxPages: 600,
+				Scope:    []string{"/app/" + x.d.AppID + "/", "/hs/" + x.server + "/history/" + x.d.AppID + "/"},
+				Skip:     skipLogout,
+				Needles:  append(x.d.HostPorts(), hsURL.Host, otherURL.Host),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			logCrawl(t, "history "+x.server+" crawl", rep)
+			checkTabs(t, rep, []string{"jobs/", "jobs/job/", "stages/", "stages/stage/", "environment/", "executors/"},
+				"/hs/"+x.server+"/history/"+x.d.AppID+"/")
+			requireCleanCrawl(t, rep, 8)
+			// The other server does not have it.
+			b, err := Get(ctx, cLogs, gwLogs.URL+"/hs/"+map[string]string{"a": "b", "b": "a"}[x.server]+"/history/"+x.d.AppID+"/jobs/", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.Status == http.StatusOK {
+				t.Errorf("the other History Server serves %s too: the test would not tell them apart", x.d.AppID)
+			}
+		}
+	})
+
+	t.Run("rolling", func(t *testing.T) {
+		v2 := filepath.Join(evA, "eventlog_v2_"+dA.AppID)
+		files, err := filepath.Glob(filepath.Join(v2, "events_*"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no rolling event log files in %s (%v)", v2, err)
+		}
+		// The History Server's zip of the app's event log, through the
+		// gateway: it holds the v2 directory's files.
+		a, err := Get(ctx, cLogs, gwLogs.URL+"/api/v1/applications/"+dA.AppID+"/logs", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Status != http.StatusOK || !strings.Contains(string(a.Body), "eventlog_v2_"+dA.AppID+"/"+filepath.Base(files[0])) {
+			t.Errorf("event log zip of %s = %d (%d bytes); want one holding %s", dA.AppID, a.Status, len(a.Body), filepath.Base(files[0]))
+		}
+		t.Logf("rolling event log: %d file(s) in %s", len(files), filepath.Base(v2))
+	})
+	t.Logf("TestTwoHistoryServers took %v", time.Since(t0).Round(time.Millisecond))
+	_ = RecordFigure(s.outDir, "two_history_servers", time.Since(t0))
+}
+
+// freePortPair returns a port p such that p and p+1 are both free now.
+func freePortPair() (int, error) {
+	for range 50 {
+		p, err := FreePort()
+		if err != nil {
+			return 0, err
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p+1)))
+		if err != nil {
+			continue
+		}
+		_ = l.Close()
+		return p, nil
+	}
+	return 0, fmt.Errorf("no two free ports in a row after 50 tries")
+}
+
+// waitCompleted waits until the gateway lists appID as completed.
+func waitCompleted(ctx context.Context, gw *Gateway, c *http.Client, appID string) error {
+	for {
+		apps, err := gw.Apps(ctx, c)
+		for _, a := range apps {
+			if a.ID == appID && len(a.Attempts) > 0 && a.Attempts[0].Completed {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("gateway never listed %s as completed (last error: %s): %w", appID, lastErr(err), ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
