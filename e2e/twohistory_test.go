@@ -50,17 +50,36 @@ func TestTwoHistoryServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hsA, err := StartHistoryServer(ctx, s.root, ha, evA, filepath.Join(dir, "history-a"), nil)
-	if err != nil {
-		t.Fatal(err)
+	// The History Servers start while the drivers do.
+	type started struct {
+		hs  *HistoryServer
+		err error
 	}
-	t.Cleanup(func() { _ = hsA.Stop() })
-	hsB, err := StartHistoryServer(ctx, s.root, hb, evB, filepath.Join(dir, "history-b"), nil)
-	if err != nil {
-		t.Fatal(err)
+	hsCh := make([]chan started, 2)
+	for i, x := range []struct {
+		home     SparkHome
+		events   string
+		workName string
+	}{{ha, evA, "history-a"}, {hb, evB, "history-b"}} {
+		hsCh[i] = make(chan started, 1)
+		go func() {
+			hs, err := StartHistoryServer(ctx, s.root, x.home, x.events, filepath.Join(dir, x.workName), nil)
+			hsCh[i] <- started{hs, err}
+		}()
 	}
-	t.Cleanup(func() { _ = hsB.Stop() })
-
+	var hss [2]*HistoryServer
+	var collected [2]bool
+	t.Cleanup(func() {
+		for i, ch := range hsCh {
+			if !collected[i] {
+				// The test failed before collecting it: wait, to stop it.
+				hss[i] = (<-ch).hs
+			}
+			if hss[i] != nil {
+				_ = hss[i].Stop()
+			}
+		}
+	})
 	ui := strconv.Itoa(port)
 	dA, err := StartDriver(ctx, s.root, ha, DriverOptions{
 		Name: "two-a", EventDir: evA, LogDir: logs, WorkDir: filepath.Join(dir, "work"), Light: true,
@@ -90,6 +109,14 @@ func TestTwoHistoryServers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	for i, ch := range hsCh {
+		r := <-ch
+		hss[i], collected[i] = r.hs, true
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+	}
+	hsA, hsB := hss[0], hss[1]
 	hist := []any{
 		map[string]any{"name": "a", "url": hsA.URL},
 		map[string]any{"name": "b", "url": hsB.URL},
