@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -17,19 +18,26 @@ import (
 	"time"
 )
 
-// TestTwoHistoryServers runs the oldest and the newest installed Spark
-// version side by side: driver A (oldest) writes rolling event logs
-// (spark.eventLog.rolling.enabled, a v2 directory) read by History Server
-// "a" of its version, driver B (newest) plain event logs read by History
-// Server "b" of its. Both drivers ask for the same spark.ui.port, so B's
-// UI lands on the next port by Spark's own retry. Subtests: `port retry`
-// (B's log says the port was taken and names the next one; a gateway that
-// reads the logs and one that only probes the two ports both route each
-// app to its own driver), `fallback` (after both stop, each bookmark leads
-// to the History Server that has the app, /hs/a/ or /hs/b/, and a crawl of
-// each is clean) and `rolling` (A's event log is a v2 directory of rolled
-// files, served whole through /hs/a/).
-func TestTwoHistoryServers(t *testing.T) {
+// TestTwoVersions runs the oldest and the newest installed Spark version
+// side by side, each driver with a DStream StreamingContext (app.py
+// --light --dstream: queueStream, a batch every 5 s): driver A (oldest)
+// writes rolling event logs (spark.eventLog.rolling.enabled, a v2
+// directory) read by History Server "a" of its version, driver B (newest)
+// plain event logs read by History Server "b" of its. Both drivers ask for
+// the same spark.ui.port, so B's UI lands on the next port by Spark's own
+// retry. Three gateways: one reads the driver logs and both History
+// Servers, one only probes the two ports, one has only a static source
+// naming both drivers and serves HTTPS itself (tls.cert_file) with JSON
+// logs (log.format: json). Subtests: `port retry` (B's log says the port
+// was taken and names the next one; the log and probe gateways route each
+// app to its own driver), `streaming` (the Streaming tab of each app and
+// its batch pages, crawled through the static HTTPS gateway: no broken
+// link, leak or kill control; every line of that gateway's log is JSON),
+// `fallback` (after both stop, each bookmark leads to the History Server
+// that has the app, /hs/a/ or /hs/b/, and a crawl of each is clean) and
+// `rolling` (A's event log is a v2 directory of rolled files, served whole
+// through /hs/a/).
+func TestTwoVersions(t *testing.T) {
 	s := newSuite(t)
 	s.requireGateway(t)
 	homes := s.sparkHomes(t)
@@ -39,7 +47,7 @@ func TestTwoHistoryServers(t *testing.T) {
 	ha, hb := homes[0], homes[len(homes)-1]
 	ctx := ctxFor(t, 10*time.Minute)
 	t0 := time.Now()
-	dir := s.freshDir(t, "twohistory")
+	dir := s.freshDir(t, "twoversions")
 	evA, evB, logs := filepath.Join(dir, "events-a"), filepath.Join(dir, "events-b"), filepath.Join(dir, "driver-logs")
 	for _, d := range []string{evA, evB, logs} {
 		if err := mkdir(d); err != nil {
@@ -82,7 +90,7 @@ func TestTwoHistoryServers(t *testing.T) {
 	})
 	ui := strconv.Itoa(port)
 	dA, err := StartDriver(ctx, s.root, ha, DriverOptions{
-		Name: "two-a", EventDir: evA, LogDir: logs, WorkDir: filepath.Join(dir, "work"), Light: true,
+		Name: "two-a", EventDir: evA, LogDir: logs, WorkDir: filepath.Join(dir, "work"), Light: true, DStream: true,
 		Confs: map[string]string{
 			"spark.ui.port":                  ui,
 			"spark.eventLog.rolling.enabled": "true",
@@ -97,7 +105,7 @@ func TestTwoHistoryServers(t *testing.T) {
 	t.Cleanup(dA.Kill)
 	// B starts once A holds the port.
 	dB, err := StartDriver(ctx, s.root, hb, DriverOptions{
-		Name: "two-b", EventDir: evB, LogDir: logs, WorkDir: filepath.Join(dir, "work"), Light: true,
+		Name: "two-b", EventDir: evB, LogDir: logs, WorkDir: filepath.Join(dir, "work"), Light: true, DStream: true,
 		Confs: map[string]string{"spark.ui.port": ui},
 	})
 	if err != nil {
@@ -134,7 +142,13 @@ func TestTwoHistoryServers(t *testing.T) {
 			"probe":    []any{map[string]any{"hosts": []string{"127.0.0.1"}, "ports": fmt.Sprintf("%d-%d", port, port+1)}},
 		},
 	})
-	t.Logf("two History Servers, two drivers and two gateways up after %v", time.Since(t0).Round(time.Millisecond))
+	gsDir := mustDir(t, filepath.Join(dir, "gateway-static"))
+	gwStatic, cStatic := s.localGateway(ctx, t, gsDir, GatewayOptions{
+		Discovery: map[string]any{"interval": "1s", "static": []string{dA.UIURL(), dB.UIURL()}},
+		TLS:       true,
+		LogFormat: "json",
+	})
+	t.Logf("two History Servers, two drivers and three gateways up after %v", time.Since(t0).Round(time.Millisecond))
 
 	t.Run("port retry", func(t *testing.T) {
 		if dA.UIPort != port || dB.UIPort != port+1 {
@@ -151,7 +165,7 @@ func TestTwoHistoryServers(t *testing.T) {
 		for name, g := range map[string]struct {
 			gw *Gateway
 			c  *http.Client
-		}{"logs": {gwLogs, cLogs}, "probe": {gwProbe, cProbe}} {
+		}{"logs": {gwLogs, cLogs}, "probe": {gwProbe, cProbe}, "static": {gwStatic, cStatic}} {
 			for _, d := range []*Driver{dA, dB} {
 				if _, _, err := g.gw.WaitListed(ctx, g.c, func(id string) bool { return id == d.AppID }); err != nil {
 					t.Fatalf("%s gateway: %v", name, err)
@@ -167,6 +181,30 @@ func TestTwoHistoryServers(t *testing.T) {
 				}
 			}
 		}
+	})
+
+	t.Run("streaming", func(t *testing.T) {
+		if !strings.HasPrefix(gwStatic.URL, "https://") {
+			t.Fatalf("static gateway at %s; want HTTPS", gwStatic.URL)
+		}
+		for _, d := range []*Driver{dA, dB} {
+			t0 := time.Now()
+			prefix := "/app/" + d.AppID + "/"
+			rep, err := Crawl(ctx, cStatic, gwStatic.URL+prefix+"streaming/", CrawlOptions{
+				MaxPages: 600,
+				Scope:    []string{prefix},
+				Skip:     skipLogout,
+				Needles:  d.HostPorts(),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			logCrawl(t, "streaming crawl of "+d.Opts.Name, rep)
+			checkTabs(t, rep, []string{"streaming/", "streaming/batch/", "jobs/job/", "stages/stage/"}, prefix)
+			requireCleanCrawl(t, rep, 10)
+			t.Logf("streaming crawl of %s took %v", d.Opts.Name, time.Since(t0).Round(time.Millisecond))
+		}
+		checkJSONLog(t, filepath.Join(gsDir, "sparkgate.log"), dA.AppID, dB.AppID)
 	})
 
 	for _, d := range []*Driver{dA, dB} {
@@ -247,8 +285,8 @@ func TestTwoHistoryServers(t *testing.T) {
 		}
 		t.Logf("rolling event log: %d file(s) in %s", len(files), filepath.Base(v2))
 	})
-	t.Logf("TestTwoHistoryServers took %v", time.Since(t0).Round(time.Millisecond))
-	_ = RecordFigure(s.outDir, "two_history_servers", time.Since(t0))
+	t.Logf("TestTwoVersions took %v", time.Since(t0).Round(time.Millisecond))
+	_ = RecordFigure(s.outDir, "two_versions", time.Since(t0))
 }
 
 // freePortPair returns a port p such that p and p+1 are both free now.
@@ -281,6 +319,51 @@ func waitCompleted(ctx context.Context, gw *Gateway, c *http.Client, appID strin
 		case <-ctx.Done():
 			return fmt.Errorf("gateway never listed %s as completed (last error: %s): %w", appID, lastErr(err), ctx.Err())
 		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// mustDir creates d or fails t.
+func mustDir(t *testing.T, d string) string {
+	t.Helper()
+	if err := mkdir(d); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// checkJSONLog fails t unless every line of the gateway's log at path is a
+// JSON object with level and msg (but the local-mode sign-in banner, which
+// is for a person), and request lines name each of appIDs.
+func checkJSONLog(t *testing.T, path string, appIDs ...string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, named := 0, map[string]int{}
+	for _, line := range strings.Split(string(b), "\n") {
+		l := strings.TrimSpace(line)
+		if l == "" || strings.Contains(l, "sparkgate is running in local mode") || strings.Contains(l, "/oauth2/token?token=") {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil || m["level"] == nil || m["msg"] == nil {
+			t.Errorf("log line is not a JSON entry with level and msg: %.300s", l)
+			continue
+		}
+		entries++
+		if id, ok := m["app_id"].(string); ok {
+			named[id]++
+		}
+	}
+	t.Logf("gateway log: %d JSON entries; by app: %v", entries, named)
+	if entries < 10 {
+		t.Errorf("gateway log has %d JSON entries; want 10 or more", entries)
+	}
+	for _, id := range appIDs {
+		if named[id] == 0 {
+			t.Errorf("no JSON log entry names %s", id)
 		}
 	}
 }
