@@ -24,6 +24,46 @@ var prometheusConfs = map[string]string{
 	"spark.metrics.conf.*.sink.prometheusServlet.path":  "/metrics/prometheus",
 }
 
+// sparkMetricPatterns are, by spark_metrics label, a series each of a
+// driver's two Prometheus endpoints must hold for app id of name.
+func sparkMetricPatterns(id, name string) map[string]*regexp.Regexp {
+	ns := strings.ReplaceAll(id, "-", "_")
+	return map[string]*regexp.Regexp{
+		// The metrics system's names: namespace (the app id), instance, source.
+		"driver": regexp.MustCompile(`(?m)^metrics_` + regexp.QuoteMeta(ns) + `_driver_BlockManager_memory_\w+\{type="gauges"\} \d`),
+		// PrometheusResource: one series per executor, labelled with the app.
+		"executors": regexp.MustCompile(`(?m)^metrics_executor_totalTasks_total\{application_id="` + regexp.QuoteMeta(id) +
+			`", application_name="` + regexp.QuoteMeta(name) + `", executor_id="driver"\} [1-9]`),
+	}
+}
+
+// scrapeSD scrapes every target of app id in groups with c, as Prometheus
+// would (scheme, target, __metrics_path__), and fails t unless each
+// answers 200 text/plain holding want[spark_metrics]. It returns how many
+// it scraped.
+func scrapeSD(ctx context.Context, t *testing.T, c *http.Client, groups []sdGroup, id string, want map[string]*regexp.Regexp) int {
+	t.Helper()
+	n := 0
+	for _, gr := range groups {
+		if gr.Labels["spark_app_id"] != id {
+			continue
+		}
+		u := gr.Labels["__scheme__"] + "://" + gr.Targets[0] + gr.Labels["__metrics_path__"]
+		a, err := Get(ctx, c, u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		re := want[gr.Labels["spark_metrics"]]
+		if a.Status != http.StatusOK || !strings.HasPrefix(a.ContentType, "text/plain") || re == nil || !re.Match(a.Body) {
+			t.Errorf("scrape of %s = %d %s; want 200 text/plain matching %v; body %.600s", u, a.Status, a.ContentType, re, a.Body)
+			continue
+		}
+		n++
+		t.Logf("scraped %s: %d bytes, %d lines", gr.Labels["__metrics_path__"], len(a.Body), strings.Count(string(a.Body), "\n"))
+	}
+	return n
+}
+
 // sdGroup is one target group of the gateway's Prometheus HTTP service
 // discovery answer.
 type sdGroup struct {
@@ -103,13 +143,7 @@ func (e *aclEnv) checkPrometheus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := strings.ReplaceAll(g.ID, "-", "_")
-	wantMetric := map[string]*regexp.Regexp{
-		// The metrics system's names: namespace (the app id), instance, source.
-		"driver": regexp.MustCompile(`(?m)^metrics_` + regexp.QuoteMeta(id) + `_driver_BlockManager_memory_\w+\{type="gauges"\} \d`),
-		// PrometheusResource: one series per executor, labelled with the app.
-		"executors": regexp.MustCompile(`(?m)^metrics_executor_totalTasks_total\{application_id="` + regexp.QuoteMeta(g.ID) + `", application_name="acl-G", executor_id="driver"\} [1-9]`),
-	}
+	wantMetric := sparkMetricPatterns(g.ID, g.Driver.Opts.Name)
 	scraped := 0
 	for _, gr := range groups {
 		if gr.Labels["spark_app_id"] != g.ID {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -91,13 +92,13 @@ func TestTwoVersions(t *testing.T) {
 	ui := strconv.Itoa(port)
 	dA, err := StartDriver(ctx, s.root, ha, DriverOptions{
 		Name: "two-a", EventDir: evA, LogDir: logs, WorkDir: filepath.Join(dir, "work"), Light: true, DStream: true,
-		Confs: map[string]string{
+		Confs: withPrometheus(map[string]string{
 			"spark.ui.port":                  ui,
 			"spark.eventLog.rolling.enabled": "true",
 			// The smallest size Spark allows; the light job's log is smaller,
 			// so rolling shows as the v2 directory, with one file.
 			"spark.eventLog.rolling.maxFileSize": "10m",
-		},
+		}),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +107,7 @@ func TestTwoVersions(t *testing.T) {
 	// B starts once A holds the port.
 	dB, err := StartDriver(ctx, s.root, hb, DriverOptions{
 		Name: "two-b", EventDir: evB, LogDir: logs, WorkDir: filepath.Join(dir, "work"), Light: true, DStream: true,
-		Confs: map[string]string{"spark.ui.port": ui},
+		Confs: withPrometheus(map[string]string{"spark.ui.port": ui}),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -205,6 +206,24 @@ func TestTwoVersions(t *testing.T) {
 			t.Logf("streaming crawl of %s took %v", d.Opts.Name, time.Since(t0).Round(time.Millisecond))
 		}
 		checkJSONLog(t, filepath.Join(gsDir, "sparkgate.log"), dA.AppID, dB.AppID)
+	})
+
+	// Spark's Prometheus endpoints of both versions, found through the
+	// HTTPS gateway's service discovery (its targets name https).
+	t.Run("prometheus", func(t *testing.T) {
+		a, err := Get(ctx, cStatic, gwStatic.URL+"/_/prometheus/targets", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var groups []sdGroup
+		if err := json.Unmarshal(a.Body, &groups); err != nil || a.Status != http.StatusOK {
+			t.Fatalf("service discovery: %d %v %.200s", a.Status, err, a.Body)
+		}
+		for _, d := range []*Driver{dA, dB} {
+			if n := scrapeSD(ctx, t, cStatic, groups, d.AppID, sparkMetricPatterns(d.AppID, d.Opts.Name)); n != 2 {
+				t.Errorf("scraped %d endpoints of %s; want 2 (driver and executors)", n, d.Opts.Name)
+			}
+		}
 	})
 
 	for _, d := range []*Driver{dA, dB} {
@@ -366,4 +385,10 @@ func checkJSONLog(t *testing.T, path string, appIDs ...string) {
 			t.Errorf("no JSON log entry names %s", id)
 		}
 	}
+}
+
+// withPrometheus adds prometheusConfs to confs.
+func withPrometheus(confs map[string]string) map[string]string {
+	maps.Copy(confs, prometheusConfs)
+	return confs
 }
