@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -107,6 +108,7 @@ func TestACL(t *testing.T) {
 			t.Run("doAs", e.checkDoAs)
 			t.Run("recorded upstream", e.checkRecorded)
 			t.Run("return URLs", e.checkReturnURLs)
+			t.Run("prometheus", e.checkPrometheus)
 			t.Run("finished", e.checkFinished) // stops apps: last
 		})
 	}
@@ -141,8 +143,10 @@ func (s *suite) startACL(t *testing.T, home SparkHome) *aclEnv {
 			d, err := startUniqueDriver(ctx, ids, func() (*Driver, error) {
 				// A fresh log each try: StartDriver waits for lines in it.
 				_ = os.Remove(filepath.Join(logs, "acl-"+a.Key+".log"))
+				confs := maps.Clone(a.Confs)
+				maps.Copy(confs, prometheusConfs) // for the prometheus subtest
 				return StartDriver(ctx, s.root, home, DriverOptions{
-					Name: "acl-" + a.Key, EventDir: events, LogDir: logs, WorkDir: work, Confs: a.Confs, Light: true,
+					Name: "acl-" + a.Key, EventDir: events, LogDir: logs, WorkDir: work, Confs: confs, Light: true,
 				})
 			})
 			if err == nil {

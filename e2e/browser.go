@@ -125,6 +125,52 @@ func (b *Browser) Login(startURL, providerOrigin, user string, timeout time.Dura
 	if err := chromedp.Do(ctx, chromedp.Navigate(startURL)); err != nil {
 		return "", fmt.Errorf("navigating to %s: %w", startURL, err)
 	}
+	return b.finishLogin(ctx, providerOrigin, user, timeout)
+}
+
+// Tab opens another tab of the same browser (the same profile and
+// cookies); it closes with the browser.
+func (b *Browser) Tab() (*Browser, error) {
+	ctx, cancel := chromedp.NewContext(b.ctx)
+	if err := chromedp.Do(ctx); err != nil {
+		cancel()
+		return nil, fmt.Errorf("opening a tab: %w", err)
+	}
+	return &Browser{ctx: ctx, cancel: cancel}, nil
+}
+
+// StartLogin opens startURL (a gateway page) and waits until the browser
+// is on providerOrigin's sign-in form, without filling it (FinishLogin
+// does), so that a test can start several sign-ins at once.
+func (b *Browser) StartLogin(startURL, providerOrigin string, timeout time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(b.ctx, timeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Navigate(startURL)); err != nil {
+		return "", fmt.Errorf("navigating to %s: %w", startURL, err)
+	}
+	loc, err := chromedp.Run(ctx, chromedp.Poll[string](`document.readyState === "complete" && location.href`,
+		chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(timeout)))
+	if err != nil {
+		return "", fmt.Errorf("waiting for a page: %w", err)
+	}
+	if !strings.HasPrefix(loc, providerOrigin+"/") {
+		return loc, fmt.Errorf("%s led to %s, not to the provider", startURL, loc)
+	}
+	return loc, nil
+}
+
+// FinishLogin fills the provider's forms on the page StartLogin left the
+// browser on and returns the URL it ends on.
+func (b *Browser) FinishLogin(providerOrigin, user string, timeout time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(b.ctx, timeout)
+	defer cancel()
+	return b.finishLogin(ctx, providerOrigin, user, timeout)
+}
+
+// finishLogin fills the provider's development login form (login = user,
+// any password) and confirms its consent form while the browser is on
+// providerOrigin, and returns the URL it ends on.
+func (b *Browser) finishLogin(ctx context.Context, providerOrigin, user string, timeout time.Duration) (string, error) {
 	submit := `(() => { const f = document.forms[0]; if (!f) return "";
 		if (f.elements.login) f.elements.login.value = ` + strconv.Quote(user) + `;
 		if (f.elements.password) f.elements.password.value = "any-password";
@@ -167,4 +213,32 @@ func (b *Browser) Text() (string, error) {
 	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
 	defer cancel()
 	return chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
+}
+
+// Poll opens pageURL and evaluates expr every 200 ms until it returns a
+// non-empty string (for example JSON of what the page has drawn), which it
+// returns. When prepare is not "", it is evaluated on the first load
+// (for example to set localStorage) and the page is loaded again.
+func (b *Browser) Poll(pageURL, prepare, expr string, timeout time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(b.ctx, timeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Navigate(pageURL)); err != nil {
+		return "", fmt.Errorf("navigating to %s: %w", pageURL, err)
+	}
+	if prepare != "" {
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[any](prepare)); err != nil {
+			return "", fmt.Errorf("preparing %s: %w", pageURL, err)
+		}
+		if err := chromedp.Do(ctx, chromedp.Navigate(pageURL)); err != nil {
+			return "", fmt.Errorf("navigating again to %s: %w", pageURL, err)
+		}
+	}
+	out, err := chromedp.Run(ctx, chromedp.Poll[string](expr, chromedp.WithPollingInterval(200*time.Millisecond), chromedp.WithPollingTimeout(timeout)))
+	if err != nil {
+		tctx, tcancel := context.WithTimeout(b.ctx, 5*time.Second)
+		defer tcancel()
+		body, _ := chromedp.Run(tctx, chromedp.Evaluate[string](`document.body ? document.body.innerText.slice(0, 600) : ""`))
+		return "", fmt.Errorf("waiting on %s: %w; page text: %q", pageURL, err, body)
+	}
+	return out, nil
 }

@@ -29,6 +29,8 @@ type DriverOptions struct {
 	// Light runs local[1] with a small heap and one small job (no cache,
 	// SQL or stream): for tests that need many drivers at once.
 	Light bool
+	// DStream also runs a DStream StreamingContext (the Streaming tab).
+	DStream bool
 	// Workload runs only one of app.py's diagnosis workloads ("skew",
 	// "healthy", "fail") instead of the batch jobs and the stream.
 	Workload string
@@ -80,6 +82,9 @@ func StartDriver(ctx context.Context, root string, home SparkHome, opt DriverOpt
 	}
 	if opt.Light {
 		args = append(args, "--light")
+	}
+	if opt.DStream {
+		args = append(args, "--dstream")
 	}
 	if opt.Workload != "" {
 		args = append(args, "--workload", opt.Workload)

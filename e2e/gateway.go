@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -57,6 +58,11 @@ type GatewayOptions struct {
 	// PublicURL is public_url when the gateway is reached through
 	// something else (a load balancer); "" means its own URL.
 	PublicURL string
+	// TLS makes the gateway serve HTTPS itself (tls.cert_file and
+	// tls.key_file) with a certificate for 127.0.0.1 made for the test.
+	TLS bool
+	// LogFormat is log.format ("" leaves the default, console).
+	LogFormat string
 }
 
 // Gateway is a running sparkgate.
@@ -68,6 +74,9 @@ type Gateway struct {
 	MetricsURL string
 	// LoginURL is the one-time login URL printed in mode local.
 	LoginURL string
+	// Transport trusts the gateway's test certificate (GatewayOptions.TLS);
+	// nil for plain HTTP.
+	Transport *http.Transport
 }
 
 var reLoginURL = regexp.MustCompile(`(https?://[^\s"']+/oauth2/token\?token=[0-9a-fA-F]+)`)
@@ -84,6 +93,17 @@ func StartGateway(ctx context.Context, bin, dir string, opt GatewayOptions) (*Ga
 		port = p
 	}
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	var tlsCfg map[string]any
+	var tr *http.Transport
+	if opt.TLS {
+		certFile, keyFile, pool, err := writeTestCert(dir)
+		if err != nil {
+			return nil, err
+		}
+		tlsCfg = map[string]any{"cert_file": certFile, "key_file": keyFile}
+		tr = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+		base = fmt.Sprintf("https://127.0.0.1:%d", port)
+	}
 	metricsPort, err := FreePort()
 	if err != nil {
 		return nil, err
@@ -138,6 +158,12 @@ func StartGateway(ctx context.Context, bin, dir string, opt GatewayOptions) (*Ga
 	if opt.Policy != nil {
 		cfg["policy"] = opt.Policy
 	}
+	if tlsCfg != nil {
+		cfg["tls"] = tlsCfg
+	}
+	if opt.LogFormat != "" {
+		cfg["log"] = map[string]any{"level": "debug", "format": opt.LogFormat}
+	}
 	if opt.PublicURL != "" {
 		cfg["public_url"] = opt.PublicURL
 	}
@@ -157,8 +183,8 @@ func StartGateway(ctx context.Context, bin, dir string, opt GatewayOptions) (*Ga
 	if err != nil {
 		return nil, err
 	}
-	g := &Gateway{Proc: p, Watch: WatchLog(logPath), URL: base, MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)}
-	if err := waitHTTP(ctx, base+"/_/readyz", p.Exited); err != nil {
+	g := &Gateway{Proc: p, Watch: WatchLog(logPath), URL: base, MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort), Transport: tr}
+	if err := waitHTTPWith(ctx, &http.Client{Timeout: 2 * time.Second, Transport: g.roundTripper()}, base+"/_/readyz", p.Exited); err != nil {
 		g.Stop()
 		return nil, fmt.Errorf("gateway: %w\n%s", err, g.Watch.Tail(40))
 	}
@@ -180,7 +206,7 @@ func (g *Gateway) LocalSession(ctx context.Context) (http.CookieJar, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cookie jar: %w", err)
 	}
-	c := &http.Client{Jar: jar, Timeout: 30 * time.Second}
+	c := &http.Client{Jar: jar, Timeout: 30 * time.Second, Transport: g.roundTripper()}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, g.LoginURL, nil)
 	if err != nil {
 		return nil, fmt.Errorf("login request: %w", err)
@@ -280,6 +306,14 @@ func (g *Gateway) Metric(ctx context.Context, name string, match ...string) (flo
 		sum += v
 	}
 	return sum, nil
+}
+
+// roundTripper is g.Transport, or nil (the default) for plain HTTP.
+func (g *Gateway) roundTripper() http.RoundTripper {
+	if g.Transport == nil {
+		return nil
+	}
+	return g.Transport
 }
 
 // Stop ends the gateway.

@@ -109,7 +109,11 @@ func (hs *HistoryServer) Stop() error { return hs.Proc.Stop(15 * time.Second) }
 
 // waitHTTP polls url until it answers 200.
 func waitHTTP(ctx context.Context, url string, exited func() bool) error {
-	c := &http.Client{Timeout: 2 * time.Second}
+	return waitHTTPWith(ctx, &http.Client{Timeout: 2 * time.Second}, url, exited)
+}
+
+// waitHTTPWith polls url with c until it answers 200.
+func waitHTTPWith(ctx context.Context, c *http.Client, url string, exited func() bool) error {
 	for {
 		resp, err := c.Get(url)
 		if err == nil {

@@ -133,7 +133,9 @@ func (s *suite) localGateway(ctx context.Context, t *testing.T, dir string, opt 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return gw, NoRedirectClient(jar)
+	c := NoRedirectClient(jar)
+	c.Transport = gw.roundTripper()
+	return gw, c
 }
 
 func (s *suite) freshDir(t *testing.T, name string) string {

@@ -153,6 +153,46 @@ func TestOIDCGateway(t *testing.T) {
 		}
 	})
 
+	// Two tabs of one browser start a sign-in at once (each is sent to the
+	// provider before either comes back); both must land on their own deep
+	// link: one sign-in must not spoil the other's state.
+	t.Run("chromium two tabs", func(t *testing.T) {
+		b, err := NewBrowser(ctx, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		tab2, err := b.Tab()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tabs := []*Browser{b, tab2}
+		want := []string{gw.URL + "/?q=tab-one", gw.URL + "/?q=tab-two"}
+		for i, tab := range tabs {
+			if _, err := tab.StartLogin(want[i], op.Issuer, 60*time.Second); err != nil {
+				t.Fatalf("tab %d: %v", i+1, err)
+			}
+		}
+		// The first tab to start finishes last: the older sign-in is the
+		// one a shared state would lose.
+		for i := len(tabs) - 1; i >= 0; i-- {
+			final, err := tabs[i].FinishLogin(op.Issuer, "carol", 60*time.Second)
+			if err != nil {
+				t.Fatalf("tab %d: %v", i+1, err)
+			}
+			if final != want[i] {
+				t.Errorf("tab %d ended at %s; want %s", i+1, final, want[i])
+			}
+			text, err := tabs[i].Text()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(text, "signed in as carol") {
+				t.Errorf("tab %d does not show carol signed in: %.300s", i+1, text)
+			}
+		}
+	})
+
 	t.Run("bearer JWT", func(t *testing.T) {
 		tok, err := op.ClientCredentialsToken(ctx)
 		if err != nil {

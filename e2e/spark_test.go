@@ -106,6 +106,7 @@ func (s *suite) runVersion(t *testing.T, home SparkHome) {
 		})
 		t.Run("gateway/crawl", func(t *testing.T) { s.checkGatewayCrawl(t, gw, gwClient, d) })
 		t.Run("gateway/browser", func(t *testing.T) { s.checkGatewayBrowser(t, gw, gwClient, d) })
+		t.Run("gateway/viz", func(t *testing.T) { s.checkGatewayViz(t, gw, gwClient, d) })
 	}
 
 	t2 := time.Now()

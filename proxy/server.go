@@ -108,8 +108,11 @@ type Server struct {
 	// publicURL is where users reach the main origin; app hosts
 	// (Config.AppDomain) take its scheme and port.
 	publicURL *url.URL
-	nonces    handoffNonces
-	diag      *diagnoser
+	// publicURLOpt is Options.PublicURL as given ("" when unset): the
+	// target Prometheus service discovery hands out.
+	publicURLOpt string
+	nonces       handoffNonces
+	diag         *diagnoser
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -169,6 +172,8 @@ func New(o Options) (*Server, error) {
 		pages:    pg,
 		static:   staticHandler(),
 		now:      time.Now,
+
+		publicURLOpt: o.PublicURL,
 	}
 	for name, u := range o.HistoryServers {
 		if !ValidServerName(name) {
@@ -254,7 +259,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, st *reqState) err
 	st.route, st.routed = route, true
 	st.appID = route.AppID
 	switch route.Kind {
-	case KindNotFound, KindGateway, KindAuth:
+	case KindGateway:
+		if route.Path != PrometheusSDPath {
+			return errorf(http.StatusNotFound, "no such page")
+		}
+	case KindNotFound, KindAuth:
 		return errorf(http.StatusNotFound, "no such page")
 	}
 	id, ok, err := s.authn.Authenticate(r)
@@ -282,6 +291,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, st *reqState) err
 		return s.serveAPIApp(w, r, st)
 	case KindByName:
 		return s.serveByName(w, r, st)
+	case KindGateway:
+		return s.servePrometheusSD(w, r, st)
 	}
 	return errorf(http.StatusNotFound, "no such page")
 }

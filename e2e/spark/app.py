@@ -1,14 +1,15 @@
 """A PySpark driver for the end-to-end suite: fills every UI tab, then waits.
 
 Usage: app.py --name NAME --event-dir DIR [--stop-file PATH] [--long-job]
-              [--light] [--master URL] [--conf key=value ...]
+              [--light] [--dstream] [--master URL] [--conf key=value ...]
 
 It runs local[2] with spark.ui.port=0 and event logging on, runs a shuffle, a
 cached DataFrame, a SQL join and a streaming query (rate -> memory sink), and
 with --long-job a job that keeps running (so the Jobs and Stages pages show
 active work). With --light it runs local[1] with a 512 MiB heap and one small
 job only (no cache, SQL or stream), for tests that need many drivers at once
-and only their UIs' access checks. It then stays alive until the stop file exists or SIGTERM /
+and only their UIs' access checks. With --dstream it also runs a DStream
+StreamingContext (the Streaming tab). It then stays alive until the stop file exists or SIGTERM /
 SIGINT arrives, and stops the SparkContext cleanly so the event log is
 complete. With --master (e.g. yarn, under spark-submit) it runs there
 instead of local[N]. Extra confs may also come from the env var SPARK_E2E_CONFS, a JSON
@@ -39,6 +40,8 @@ def parse_args(argv):
                    help="master to run on (e.g. yarn) instead of local[N]")
     p.add_argument("--batches", type=int, default=3,
                    help="streaming batches to wait for before reporting ready")
+    p.add_argument("--dstream", action="store_true",
+                   help="also run a DStream StreamingContext (queueStream, one batch every 5 s) for the Streaming tab")
     p.add_argument("--workload", default="",
                    help="run only these diagnosis workloads, comma-separated (see run_workload), instead of the batch jobs and stream")
     p.add_argument("--conf", action="append", default=[],
@@ -179,6 +182,25 @@ def start_stream(spark, batches):
     return q
 
 
+def start_dstream(spark, batches):
+    """A DStream app: queueStream of small RDDs (no receiver, no socket),
+    one batch every 5 s, a shuffle per batch; waits until batches batches
+    have data and returns the StreamingContext (empty batches follow)."""
+    from pyspark.streaming import StreamingContext
+    sc = spark.sparkContext
+    ssc = StreamingContext(sc, 5)
+    rdds = [sc.parallelize(range(i * 100, (i + 1) * 100), 2) for i in range(batches)]
+    done = []
+    (ssc.queueStream(rdds, oneAtATime=True)
+     .map(lambda x: (x % 5, 1)).reduceByKey(lambda a, b: a + b)
+     .foreachRDD(lambda t, rdd: done.append(rdd.count())))
+    ssc.start()
+    deadline = time.time() + 120
+    while time.time() < deadline and len([n for n in done if n > 0]) < batches:
+        time.sleep(0.5)
+    return ssc
+
+
 def start_long_job(spark):
     def slow(x):
         import time as t
@@ -224,6 +246,7 @@ def main(argv):
     else:
         run_batch_jobs(spark)
         q = start_stream(spark, args.batches)
+    ssc = start_dstream(spark, args.batches) if args.dstream else None
     if args.long_job:
         start_long_job(spark)
     print("E2E ready app_id=%s" % sc.applicationId, file=sys.stderr, flush=True)
@@ -234,6 +257,8 @@ def main(argv):
         stop.wait(0.5)
 
     print("E2E stopping app_id=%s" % sc.applicationId, file=sys.stderr, flush=True)
+    if ssc is not None:
+        ssc.stop(stopSparkContext=False, stopGraceFully=False)
     if q is not None:
         try:
             q.stop()
