@@ -78,6 +78,14 @@ type Options struct {
 	// Diagnosis holds the thresholds and limits of app diagnoses (the
 	// "diagnosis:" section); zero fields take their defaults.
 	Diagnosis diagnosis.Config
+	// StandaloneMasters are standalone masters (discovery.standalone)
+	// whose workers' executor logs are served; Masters are added. An
+	// executor log is fetched only from a worker one of them lists.
+	StandaloneMasters []*url.URL
+	// Masters are standalone masters whose web UI is served under
+	// /master/<name>/ (the config's "masters:"); ValidateMasters checks
+	// them.
+	Masters []MasterConfig
 }
 
 // Server is the gateway's handler for every path except /oauth2/. It is
@@ -110,6 +118,9 @@ type Server struct {
 	publicURL *url.URL
 	nonces    handoffNonces
 	diag      *diagnoser
+	// workers and logClient serve executor logs (execlogs.go).
+	workers   *workerSet
+	logClient *http.Client
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -202,6 +213,9 @@ func New(o Options) (*Server, error) {
 		return nil, fmt.Errorf("proxy: invalid diagnosis config: %w", errors.Join(errs...))
 	}
 	s.diag = newDiagnoser(dcfg, s.upstreams.transport, func() time.Time { return s.now() })
+	if err := s.initExecLogs(o.StandaloneMasters, o.Masters); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 

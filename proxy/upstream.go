@@ -256,6 +256,10 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 	if err := rewriteLocations(resp, st.prefix); err != nil {
 		return err
 	}
+	if id, ok := executorsListApp(st.route.Path); ok {
+		// Executor log links lead through the gateway (execlogs.go).
+		return rewriteExecutorLogs(resp, id, st.onAppHost)
+	}
 	if !isHTML(h.Get("Content-Type")) || resp.Request.Method == http.MethodHead ||
 		resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
 		return nil

@@ -86,6 +86,9 @@ func run(ctx context.Context, cfg Config) error {
 		Metrics:        metrics,
 		PublicURL:      cfg.PublicURL,
 		Diagnosis:      cfg.Diagnosis,
+		Masters:        cfg.Masters,
+		// Workers of the masters discovery reads serve executor logs too.
+		StandaloneMasters: standaloneURLs(cfg.Discovery),
 	})
 	if err != nil {
 		return fmt.Errorf("starting proxy: %w", err)
@@ -240,4 +243,16 @@ func describeSources(c discovery.Config) []string {
 // key.
 func csrfKey(c auth.SessionConfig) ([]byte, error) {
 	return auth.DeriveKey(c, "kill-confirmation csrf")
+}
+
+// standaloneURLs are the standalone masters discovery reads (validated by
+// discovery.Config.Validate).
+func standaloneURLs(c discovery.Config) []*url.URL {
+	var out []*url.URL
+	for _, m := range c.Standalone {
+		if u, err := url.Parse(m.URL); err == nil {
+			out = append(out, u)
+		}
+	}
+	return out
 }
