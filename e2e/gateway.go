@@ -57,6 +57,9 @@ type GatewayOptions struct {
 	// PublicURL is public_url when the gateway is reached through
 	// something else (a load balancer); "" means its own URL.
 	PublicURL string
+	// Masters is the top-level "masters:" section (standalone masters
+	// served under /master/<name>/); nil for none.
+	Masters []any
 }
 
 // Gateway is a running sparkgate.
@@ -140,6 +143,9 @@ func StartGateway(ctx context.Context, bin, dir string, opt GatewayOptions) (*Ga
 	}
 	if opt.PublicURL != "" {
 		cfg["public_url"] = opt.PublicURL
+	}
+	if opt.Masters != nil {
+		cfg["masters"] = opt.Masters
 	}
 	data, err := yaml.Marshal(cfg)
 	if err != nil {

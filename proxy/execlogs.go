@@ -226,7 +226,9 @@ func (s *Server) fetchLogChunk(ctx context.Context, worker *url.URL, appID strin
 	if offset >= 0 {
 		v.Set("offset", strconv.FormatInt(offset, 10))
 	}
-	u := worker.JoinPath("log")
+	// "log/": /log is a servlet context, and Jetty redirects the bare
+	// context path to the slash form.
+	u := worker.JoinPath("log/")
 	u.RawQuery = v.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {

@@ -33,7 +33,7 @@ func newFakeWorker(t *testing.T, logs map[string]string) *fakeWorker {
 		w.mu.Lock()
 		w.queries = append(w.queries, q)
 		w.mu.Unlock()
-		if r.URL.Path != "/log" {
+		if r.URL.Path != "/log/" {
 			http.NotFound(rw, r)
 			return
 		}
