@@ -467,12 +467,15 @@ func (s *Server) initExecLogs(standalone []*url.URL, masters []MasterConfig) err
 		return fmt.Errorf("proxy: invalid masters: %w", errors.Join(errs...))
 	}
 	all := append([]*url.URL(nil), standalone...)
+	s.masters = make(map[string]*masterTarget, len(masters))
 	for _, m := range masters {
 		u, err := url.Parse(m.URL)
 		if err != nil {
 			return fmt.Errorf("proxy: master %q: %w", m.Name, err)
 		}
+		u.Path = ""
 		all = append(all, u)
+		s.masters[m.Name] = &masterTarget{name: m.Name, base: u, everyone: m.Everyone, prefix: "/master/" + m.Name}
 	}
 	s.logClient = &http.Client{
 		Transport:     s.upstreams.transport,

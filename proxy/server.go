@@ -121,6 +121,8 @@ type Server struct {
 	// workers and logClient serve executor logs (execlogs.go).
 	workers   *workerSet
 	logClient *http.Client
+	// masters are the standalone masters served under /master/<name>/.
+	masters map[string]*masterTarget
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -293,6 +295,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, st *reqState) err
 		return s.serveAPIApp(w, r, st)
 	case KindByName:
 		return s.serveByName(w, r, st)
+	case KindMaster:
+		return s.serveMaster(w, r, st)
 	}
 	return errorf(http.StatusNotFound, "no such page")
 }

@@ -277,6 +277,9 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 	} else {
 		resp.Body = NewStrippingReader(resp.Body)
 	}
+	if st.master != nil {
+		resp.Body = s.masterLinkReader(resp, st.master)
+	}
 	resp.ContentLength = -1
 	h.Del("Content-Length")
 	return nil
