@@ -16,7 +16,8 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// TestExecutorLogs runs a real standalone master and worker, the real OIDC
+// TestExecutorLogs (and, on the same cluster, the master's UI under
+// /master/main/: checkMasterUI) runs a real standalone master and worker, the real OIDC
 // provider and a gateway whose sources are the master, with one small app
 // on the cluster (view ACL: alice); on the oldest and the newest installed
 // Spark. Chromium, signed in as alice, opens the Executors tab through the
@@ -54,7 +55,9 @@ func (s *suite) runExecutorLogs(t *testing.T, home SparkHome) {
 			"oidc":    map[string]any{"issuer": op.Issuer, "client_id": "sparkgate", "audiences": []string{"sparkgate"}},
 			"session": map[string]any{"keys": []string{base64.StdEncoding.EncodeToString([]byte("execlogs-e2e-session-key-0123456789ab"))}},
 		},
-		Env: []string{"SPARKGATE_OIDC_CLIENT_SECRET=" + aclSecret},
+		Env:     []string{"SPARKGATE_OIDC_CLIENT_SECRET=" + aclSecret},
+		Policy:  map[string]any{"admins": []string{"ops"}},
+		Masters: []any{map[string]any{"name": "main", "url": sa.WebURL}},
 		Discovery: map[string]any{
 			"interval":   "1s",
 			"standalone": []any{map[string]any{"url": sa.WebURL}},
@@ -207,6 +210,8 @@ func (s *suite) runExecutorLogs(t *testing.T, home SparkHome) {
 		t.Logf("stderr: %d bytes downloaded", len(a.Body))
 	})
 
+	t.Run("master", func(t *testing.T) { s.checkMasterUI(ctx, t, gwURL, sa, d, bob) })
+
 	t.Run("no view ACL", func(t *testing.T) {
 		app, err := Get(ctx, bob, prefix+"/jobs/", nil)
 		if err != nil {
@@ -225,4 +230,70 @@ func (s *suite) runExecutorLogs(t *testing.T, home SparkHome) {
 			}
 		}
 	})
+}
+
+// checkMasterUI crawls the master's UI through the gateway as a gateway
+// admin (ops): no broken link, no link or body naming the master's,
+// worker's or driver's address, no kill control; the master's page links
+// the app to its bookmark /app/<id>/ and its executor's logs to the
+// gateway; the master's kill endpoints are refused in every method and
+// spelling with the app still running; bob, no admin, is refused.
+func (s *suite) checkMasterUI(ctx context.Context, t *testing.T, gwURL string, sa *Standalone, d *Driver, bob *http.Client) {
+	ops, err := SignIn(ctx, gwURL, "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := gwURL + "/master/main/"
+	mu, _ := url.Parse(sa.WebURL)
+	wu, _ := url.Parse(sa.WorkerWebURL)
+	rep, err := Crawl(ctx, ops, base, CrawlOptions{
+		MaxPages: 200,
+		Scope:    []string{"/master/main/"},
+		Skip:     skipLogout,
+		Needles:  append(d.HostPorts(), mu.Host, wu.Host, "localhost:"+mu.Port(), "localhost:"+wu.Port()),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logCrawl(t, "master crawl", rep)
+	t.Logf("visited: %v", rep.Visited)
+	requireCleanCrawl(t, rep, 3)
+	// The kill forms are there on the master itself, and gone through the
+	// gateway.
+	direct, err := Get(ctx, http.DefaultClient, sa.WebURL+"/", nil)
+	if err != nil || !strings.Contains(string(direct.Body), `action="app/kill/"`) {
+		t.Errorf("the master's own page has no app kill form (%v): the stripping is not exercised", err)
+	}
+	through, err := Get(ctx, ops, base, nil)
+	if err != nil || through.Status != http.StatusOK || strings.Contains(string(through.Body), "kill") || !strings.Contains(string(through.Body), `href="/app/`+d.AppID+`/"`) {
+		t.Errorf("the master's page through the gateway = %d, %v: want it without kill controls, linking /app/%s/", through.Status, err, d.AppID)
+	}
+	appLink, logLink := "/app/"+d.AppID+"/", "/app/"+d.AppID+"/_/logs/0/stderr"
+	var sawApp, sawLog bool
+	for _, v := range rep.Visited {
+		sawApp = sawApp || strings.HasSuffix(v, appLink)
+		sawLog = sawLog || strings.HasSuffix(v, logLink)
+	}
+	if !sawApp || !sawLog {
+		t.Errorf("the crawl of the master reached app bookmark %v, executor log %v; want both (visited %v)", sawApp, sawLog, rep.Visited)
+	}
+	for _, p := range []string{"app/kill/?id=" + d.AppID + "&terminate=true", "app/kill/", "driver/kill/", "workers/kill/?host=127.0.0.1",
+		"app/KILL/", "app/%6bill/", "app/kill%2e/", "app/k%C4%B1ll/"} {
+		for _, m := range []string{http.MethodGet, http.MethodPost} {
+			var f url.Values
+			if m == http.MethodPost {
+				f = url.Values{"id": {d.AppID}, "terminate": {"true"}}
+			}
+			st, err := getStatus(ctx, ops, m, base+p, f)
+			if err != nil || st < 400 {
+				t.Errorf("%s %s%s = %d, %v; want refused", m, base, p, st, err)
+			}
+		}
+	}
+	if st, err := sa.State(ctx); err != nil || len(st.ActiveApps) != 1 || st.ActiveApps[0].ID != d.AppID {
+		t.Errorf("after the kill battery the master lists %+v, %v; want %s still active", st.ActiveApps, err, d.AppID)
+	}
+	if a, err := Get(ctx, bob, base, nil); err != nil || a.Status != http.StatusForbidden {
+		t.Errorf("bob GET %s = %d, %v; want 403 (admins only)", base, a.Status, err)
+	}
 }

@@ -69,6 +69,10 @@ func (s *Server) serveMaster(w http.ResponseWriter, r *http.Request, st *reqStat
 	if done, err := s.guardRequest(w, r, st); done {
 		return err
 	}
+	if isDaemonLog(st.route.Path) {
+		return &httpError{Status: http.StatusNotFound, Title: "Not served",
+			Msg: "the master's own daemon log is not served through sparkgate"}
+	}
 	s.auditMaster(st, m, true)
 	st.prefix, st.xfc, st.master = m.prefix, m.prefix, m
 	s.proxy(w, r, st, m.base, "standalone master "+m.name)
@@ -122,6 +126,9 @@ func masterLink(v string, base *webURL, prefix string, apps, hs map[string]strin
 		return "", false
 	}
 	if u.sameOrigin(base) {
+		if isDaemonLog(strings.TrimPrefix(u.Path, prefix)) {
+			return "", false
+		}
 		return rewriteLocation(v, base, prefix)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
@@ -146,4 +153,11 @@ func masterLink(v string, base *webURL, prefix string, apps, hs map[string]strin
 		return rewriteLocation(v, &webURL{Scheme: u.Scheme, Host: u.Host, Port: u.Port}, "/hs/"+name)
 	}
 	return "", false
+}
+
+// isDaemonLog reports whether a master path is its daemon log (4.x
+// LogPage "/logPage/?self", "/log?self"), which names the hosts, ports and
+// paths of the machine and every worker and driver it met: not served.
+func isDaemonLog(p string) bool {
+	return p == "/logPage" || strings.HasPrefix(p, "/logPage/") || p == "/log" || strings.HasPrefix(p, "/log/")
 }

@@ -71,7 +71,7 @@ func TestMasterPage(t *testing.T) {
 	}
 	for _, want := range []string{
 		`href="/master/m1/static/bootstrap.min.css"`, `src="/master/m1/static/sorttable.js"`,
-		`<a href="/master/m1/">`, `href="/master/m1/environment/"`, `href="/master/m1/app/?appId=` + appLive + `"`,
+		`<a href="/master/m1/">`, `href="/master/m1/environment/"`, `<a>Log</a>`, `href="/master/m1/app/?appId=` + appLive + `"`,
 		`<a href="/app/` + appStandalone + `/">etl</a>`,
 		`<a href="/app/` + appLive + `/_/logs/0/stdout">stdout</a>`,
 		`<a href="/hs/main/history/` + appHistory + `">history</a>`,
@@ -116,6 +116,9 @@ func TestMasterAccessAndKill(t *testing.T) {
 				t.Errorf("%s /master/m1/%s = %d; want refused", m, p, resp.StatusCode)
 			}
 		}
+	}
+	if resp, _ := h.do(t, "GET", "/master/m1/logPage/?self&logType=out", "admin", nil); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET the master's daemon log = %d; want 404", resp.StatusCode)
 	}
 	if resp, _ := h.do(t, "POST", "/master/m1/", "admin", nil); resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("POST /master/m1/ = %d; want 405", resp.StatusCode)
