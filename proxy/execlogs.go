@@ -118,26 +118,31 @@ func (s *Server) serveExecLog(w http.ResponseWriter, r *http.Request, st *reqSta
 		return &httpError{Status: http.StatusBadGateway, Title: "Upstream did not answer", AppID: app.ID,
 			Msg: "could not read the application's executors; try again", Cause: err}
 	}
-	worker, ok := workerLogBase(claimed, app.ID, q)
+	src, ok := workerLogSource(claimed, app.ID, q)
+	hosts := s.workers
+	if !ok {
+		src, ok = nodeManagerLogSource(claimed, app.ID, q)
+		hosts = s.nodes
+	}
 	if !ok {
 		return &httpError{Status: http.StatusNotFound, Title: "Log not served", AppID: app.ID,
-			Msg:   fmt.Sprintf("%s is kept where sparkgate does not serve it from: only the logs of standalone workers are served", what),
-			Cause: fmt.Errorf("executor log URL %q is not a worker's logPage of this executor", claimed)}
+			Msg:   fmt.Sprintf("%s is kept where sparkgate does not serve it from: only the logs of standalone workers and YARN NodeManagers are served", what),
+			Cause: fmt.Errorf("executor log URL %q is not a worker's or NodeManager's log of this executor", claimed)}
 	}
-	listed, err := s.workers.has(ctx, worker, s.now())
+	listed, err := hosts.has(ctx, src.base, s.now())
 	if err != nil {
 		return &httpError{Status: http.StatusBadGateway, Title: "Upstream did not answer", AppID: app.ID,
-			Msg: "could not read the standalone masters' workers; try again", Cause: err}
+			Msg: "could not read the cluster's list of workers; try again", Cause: err}
 	}
 	if !listed {
 		return &httpError{Status: http.StatusNotFound, Title: "Log not served", AppID: app.ID,
-			Msg:   fmt.Sprintf("%s is on a worker that no standalone master known to sparkgate lists", what),
-			Cause: fmt.Errorf("worker %s is not listed by the configured masters", worker.Redacted())}
+			Msg:   fmt.Sprintf("%s is on a host that no standalone master or YARN ResourceManager known to sparkgate lists", what),
+			Cause: fmt.Errorf("log host %s is not listed by the configured masters or ResourceManagers", src.base.Redacted())}
 	}
 	if q.raw {
-		return s.downloadExecLog(ctx, w, r, worker, app.ID, q)
+		return s.downloadExecLog(ctx, w, r, src, app.ID, q)
 	}
-	return s.pageExecLog(ctx, w, r, st, worker, app.ID, q)
+	return s.pageExecLog(ctx, w, r, st, src, app.ID, q)
 }
 
 var errNoSuchLog = errors.New("no such executor log")
@@ -183,10 +188,23 @@ func (s *Server) executorLogURL(ctx context.Context, base *url.URL, rest string,
 	return "", errNoSuchLog
 }
 
-// workerLogBase checks that a log URL Spark gave is a standalone worker's
-// log page of exactly this app's executor and log type
+// logSource is where one executor log is read: a standalone worker's
+// /log/, or (yarn) a NodeManager's container log REST API.
+type logSource struct {
+	base      *url.URL // the worker's or NodeManager's web root
+	yarn      bool
+	container string // the YARN container id
+}
+
+// workerLogSource checks that a log URL Spark gave is a standalone
+// worker's log page of exactly this app's executor and log type
 // (http://<worker>/logPage/?appId=<app>&executorId=<exec>&logType=<type>,
 // as ExecutorRunner builds it), and returns the worker's web UI root.
+func workerLogSource(claimed, appID string, q execLogReq) (logSource, bool) {
+	b, ok := workerLogBase(claimed, appID, q)
+	return logSource{base: b}, ok
+}
+
 func workerLogBase(claimed, appID string, q execLogReq) (*url.URL, bool) {
 	u, err := url.Parse(claimed)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
@@ -221,7 +239,11 @@ var reLogHeader = regexp.MustCompile(`^==== Bytes (\d+)-(\d+) of (\d+) of .*====
 // fetchLogChunk asks the worker's /log for a range of the executor's log.
 // offset < 0 asks for the last length bytes, as Spark does without one.
 // The query is built here from checked values alone.
-func (s *Server) fetchLogChunk(ctx context.Context, worker *url.URL, appID string, q execLogReq, offset int64, length int) (*logChunk, error) {
+func (s *Server) fetchLogChunk(ctx context.Context, src logSource, appID string, q execLogReq, offset int64, length int) (*logChunk, error) {
+	if src.yarn {
+		return s.fetchContainerLog(ctx, src, q, offset, length)
+	}
+	worker := src.base
 	v := url.Values{"appId": {appID}, "executorId": {q.exec}, "logType": {q.typ}, "byteLength": {strconv.Itoa(length)}}
 	if offset >= 0 {
 		v.Set("offset", strconv.FormatInt(offset, 10))
@@ -289,7 +311,7 @@ type execLogPage struct {
 // rendered around it and the text streamed in its place.
 const execLogMarker = "@@sparkgate-log-text@@"
 
-func (s *Server) pageExecLog(ctx context.Context, w http.ResponseWriter, r *http.Request, st *reqState, worker *url.URL, appID string, q execLogReq) error {
+func (s *Server) pageExecLog(ctx context.Context, w http.ResponseWriter, r *http.Request, st *reqState, src logSource, appID string, q execLogReq) error {
 	qs := r.URL.Query()
 	offset := int64(-1)
 	if o := qs.Get("offset"); o != "" {
@@ -307,8 +329,11 @@ func (s *Server) pageExecLog(ctx context.Context, w http.ResponseWriter, r *http
 		}
 		length = min(n, execLogPageMax)
 	}
+	if src.yarn && offset > 0 {
+		return badRequest("offset: a NodeManager serves the first bytes of a log (offset 0) or the last ones (no offset)")
+	}
 	follow := qs.Get("follow") == "1" && offset < 0
-	c, err := s.fetchLogChunk(ctx, worker, appID, q, offset, length)
+	c, err := s.fetchLogChunk(ctx, src, appID, q, offset, length)
 	if err != nil {
 		return &httpError{Status: http.StatusBadGateway, Title: "Upstream did not answer", AppID: appID,
 			Msg: "the worker did not answer with the log; try again", Cause: err}
@@ -328,10 +353,13 @@ func (s *Server) pageExecLog(ctx context.Context, w http.ResponseWriter, r *http
 		data.Refresh = 5
 		data.Follow = ""
 	}
-	if c.start > 0 {
+	switch {
+	case src.yarn && c.start > 0:
+		data.Earlier = at(0) // the first bytes; "newest" is the last ones
+	case c.start > 0:
 		data.Earlier = at(max(0, c.start-int64(length)))
 	}
-	if c.end < c.total {
+	if c.end < c.total && !src.yarn {
 		data.Later = at(c.end)
 	}
 	var buf bytes.Buffer
@@ -406,7 +434,7 @@ func (e *errWriter) Write(p []byte) (int, error) {
 // execLogDownloadMax bytes) as a text file, asking the worker for one
 // chunk at a time, so that neither the worker nor the gateway holds more
 // than a chunk.
-func (s *Server) downloadExecLog(ctx context.Context, w http.ResponseWriter, r *http.Request, worker *url.URL, appID string, q execLogReq) error {
+func (s *Server) downloadExecLog(ctx context.Context, w http.ResponseWriter, r *http.Request, src logSource, appID string, q execLogReq) error {
 	offset := int64(0)
 	if o := r.URL.Query().Get("offset"); o != "" {
 		n, err := strconv.ParseInt(o, 10, 64)
@@ -417,7 +445,12 @@ func (s *Server) downloadExecLog(ctx context.Context, w http.ResponseWriter, r *
 	}
 	// The first chunk is read before any header is sent, so that a worker
 	// that does not answer is a clean error page.
-	c, err := s.fetchLogChunk(ctx, worker, appID, q, offset, execLogChunk)
+	chunk := execLogChunk
+	if src.yarn {
+		// A NodeManager streams a whole file from disk: one request.
+		chunk, offset = -1, 0
+	}
+	c, err := s.fetchLogChunk(ctx, src, appID, q, offset, chunk)
 	if err != nil {
 		return &httpError{Status: http.StatusBadGateway, Title: "Upstream did not answer", AppID: appID,
 			Msg: "the worker did not answer with the log; try again", Cause: err}
@@ -447,11 +480,11 @@ func (s *Server) downloadExecLog(ctx context.Context, w http.ResponseWriter, r *
 		}
 		// Stop at the log's end as of this chunk (a log still growing is
 		// read up to where it was), at no progress, or at the cap.
-		if c.end >= c.total || c.end <= offset || sent >= execLogDownloadMax {
+		if src.yarn || c.end >= c.total || c.end <= offset || sent >= execLogDownloadMax {
 			return nil
 		}
 		offset = c.end
-		if c, err = s.fetchLogChunk(ctx, worker, appID, q, offset, int(min(execLogChunk, execLogDownloadMax-sent))); err != nil || c.failed {
+		if c, err = s.fetchLogChunk(ctx, src, appID, q, offset, int(min(execLogChunk, execLogDownloadMax-sent))); err != nil || c.failed {
 			if c != nil {
 				c.Close()
 			}
@@ -462,7 +495,7 @@ func (s *Server) downloadExecLog(ctx context.Context, w http.ResponseWriter, r *
 
 // initExecLogs sets up what executor logs need: the workers the masters
 // list, and a client on the upstreams' transport that follows no redirect.
-func (s *Server) initExecLogs(standalone []*url.URL, masters []MasterConfig) error {
+func (s *Server) initExecLogs(standalone []*url.URL, masters []MasterConfig, rms []*url.URL) error {
 	if errs := ValidateMasters(masters); len(errs) > 0 {
 		return fmt.Errorf("proxy: invalid masters: %w", errors.Join(errs...))
 	}
@@ -482,5 +515,6 @@ func (s *Server) initExecLogs(standalone []*url.URL, masters []MasterConfig) err
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	s.workers = newWorkerSet(all, s.upstreams.transport)
+	s.nodes = newNodeSet(rms, s.upstreams.transport)
 	return nil
 }

@@ -82,6 +82,10 @@ type Options struct {
 	// whose workers' executor logs are served; Masters are added. An
 	// executor log is fetched only from a worker one of them lists.
 	StandaloneMasters []*url.URL
+	// ResourceManagers are YARN ResourceManagers (discovery.yarn) whose
+	// NodeManagers' container logs are served; a log is fetched only from
+	// a NodeManager one of them lists.
+	ResourceManagers []*url.URL
 	// Masters are standalone masters whose web UI is served under
 	// /master/<name>/ (the config's "masters:"); ValidateMasters checks
 	// them.
@@ -120,6 +124,7 @@ type Server struct {
 	diag      *diagnoser
 	// workers and logClient serve executor logs (execlogs.go).
 	workers   *workerSet
+	nodes     *workerSet // YARN NodeManagers
 	logClient *http.Client
 	// masters are the standalone masters served under /master/<name>/.
 	masters map[string]*masterTarget
@@ -215,7 +220,7 @@ func New(o Options) (*Server, error) {
 		return nil, fmt.Errorf("proxy: invalid diagnosis config: %w", errors.Join(errs...))
 	}
 	s.diag = newDiagnoser(dcfg, s.upstreams.transport, func() time.Time { return s.now() })
-	if err := s.initExecLogs(o.StandaloneMasters, o.Masters); err != nil {
+	if err := s.initExecLogs(o.StandaloneMasters, o.Masters, o.ResourceManagers); err != nil {
 		return nil, err
 	}
 	return s, nil

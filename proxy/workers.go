@@ -30,6 +30,9 @@ const (
 type workerSet struct {
 	masters []*url.URL
 	client  *http.Client
+	// list reads one master's (or ResourceManager's) list of addresses;
+	// readMaster by default.
+	list func(ctx context.Context, base *url.URL) ([]string, error)
 
 	mu    sync.Mutex
 	at    time.Time
@@ -38,17 +41,28 @@ type workerSet struct {
 }
 
 func newWorkerSet(masters []*url.URL, tr http.RoundTripper) *workerSet {
-	return &workerSet{masters: masters, client: &http.Client{
+	ws := &workerSet{masters: masters, client: &http.Client{
 		Transport: tr,
 		// The master's /json answers directly; a redirect is not followed
 		// anywhere.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}
+	ws.list = ws.readMaster
+	return ws
 }
 
-// workerKey is how a worker's web UI address is compared.
+// newNodeSet is a workerSet of the NodeManagers that YARN
+// ResourceManagers list (/ws/v1/cluster/nodes).
+func newNodeSet(rms []*url.URL, tr http.RoundTripper) *workerSet {
+	ns := newWorkerSet(rms, tr)
+	ns.list = ns.readRM
+	return ns
+}
+
+// workerKey is how a worker's or NodeManager's web address is compared:
+// host:port (the scheme of the claim is the one dialled).
 func workerKey(u *url.URL) string {
-	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host)
+	return strings.ToLower(u.Host)
 }
 
 // has reports whether u's scheme and host:port are a worker's web UI that
@@ -88,7 +102,7 @@ func (ws *workerSet) read(ctx context.Context) (map[string]bool, error) {
 	out := map[string]bool{}
 	var firstErr error
 	for _, m := range ws.masters {
-		ws1, err := ws.readMaster(ctx, m)
+		ws1, err := ws.list(ctx, m)
 		if err != nil {
 			if firstErr == nil {
 				firstErr = err
@@ -134,6 +148,42 @@ func (ws *workerSet) readMaster(ctx context.Context, m *url.URL) ([]string, erro
 			continue
 		}
 		out = append(out, workerKey(u))
+	}
+	return out, nil
+}
+
+// readRM asks a ResourceManager for its NodeManagers' web addresses.
+func (ws *workerSet) readRM(ctx context.Context, rm *url.URL) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, masterCallLimit)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rm.JoinPath("ws/v1/cluster/nodes").String(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("building request to ResourceManager %s: %w", rm.Redacted(), err)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := ws.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reading ResourceManager %s: %w", rm.Redacted(), err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("reading ResourceManager %s nodes: %s", rm.Redacted(), resp.Status)
+	}
+	var st struct {
+		Nodes struct {
+			Node []struct {
+				HTTPAddress string `json:"nodeHTTPAddress"`
+			} `json:"node"`
+		} `json:"nodes"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, masterJSONMax)).Decode(&st); err != nil {
+		return nil, fmt.Errorf("decoding ResourceManager %s nodes: %w", rm.Redacted(), err)
+	}
+	var out []string
+	for _, n := range st.Nodes.Node {
+		if n.HTTPAddress != "" {
+			out = append(out, strings.ToLower(n.HTTPAddress))
+		}
 	}
 	return out, nil
 }
