@@ -145,7 +145,10 @@ func (s *Server) serveExecLog(w http.ResponseWriter, r *http.Request, st *reqSta
 	return s.pageExecLog(ctx, w, r, st, src, app.ID, q)
 }
 
-var errNoSuchLog = errors.New("no such executor log")
+var (
+	errNoSuchLog = errors.New("no such executor log")
+	errNotArray  = errors.New("not a JSON array")
+)
 
 // executorLogURL reads the app's executors from its REST API (driver or
 // History Server) and returns the URL Spark gives for the executor's log.
@@ -153,22 +156,22 @@ var errNoSuchLog = errors.New("no such executor log")
 // asked for.
 func (s *Server) executorLogURL(ctx context.Context, base *url.URL, rest string, q execLogReq) (string, error) {
 	u := base.JoinPath(rest, "allexecutors")
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil) //nolint:gosec // G704: base is the registry's verified UI URL or a configured History Server, the path fixed
 	if err != nil {
 		return "", fmt.Errorf("building request: %w", err)
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := s.logClient.Do(req)
+	resp, err := s.logClient.Do(req) //nolint:gosec // G704: see above
 	if err != nil {
 		return "", fmt.Errorf("reading executors: %w", err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("reading executors: %s", resp.Status)
 	}
 	dec := json.NewDecoder(io.LimitReader(resp.Body, execListMax))
 	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
-		return "", fmt.Errorf("reading executors: not a JSON array (%v)", err)
+		return "", fmt.Errorf("reading executors: not a JSON array (%w)", errors.Join(err, errNotArray))
 	}
 	for dec.More() {
 		var e struct {
@@ -252,27 +255,27 @@ func (s *Server) fetchLogChunk(ctx context.Context, src logSource, appID string,
 	// context path to the slash form.
 	u := worker.JoinPath("log/")
 	u.RawQuery = v.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil) //nolint:gosec // G704: a worker a configured master lists (workerSet), path fixed, query built from checked values
 	if err != nil {
 		return nil, fmt.Errorf("building request: %w", err)
 	}
-	resp, err := s.logClient.Do(req)
+	resp, err := s.logClient.Do(req) //nolint:gosec // G704: see above
 	if err != nil {
 		return nil, fmt.Errorf("reading log from worker: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return nil, fmt.Errorf("reading log from worker: %s", resp.Status)
 	}
 	br := bufio.NewReaderSize(resp.Body, 4096)
 	line, err := br.ReadSlice('\n')
 	if err != nil {
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return nil, fmt.Errorf("reading log header from worker: %w", err)
 	}
 	m := reLogHeader.FindSubmatch(line)
 	if m == nil {
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return nil, errors.New("the worker's answer has no log header")
 	}
 	c := &logChunk{closer: resp.Body}
@@ -280,7 +283,7 @@ func (s *Server) fetchLogChunk(ctx context.Context, src logSource, appID string,
 	c.end, _ = strconv.ParseInt(string(m[2]), 10, 64)
 	c.total, _ = strconv.ParseInt(string(m[3]), 10, 64)
 	if c.end < c.start || c.total < c.end {
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return nil, errors.New("the worker's log header is inconsistent")
 	}
 	if c.total == 0 {
@@ -338,7 +341,7 @@ func (s *Server) pageExecLog(ctx context.Context, w http.ResponseWriter, r *http
 		return &httpError{Status: http.StatusBadGateway, Title: "Upstream did not answer", AppID: appID,
 			Msg: "the worker did not answer with the log; try again", Cause: err}
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	self := st.route.Prefix + execLogPrefix + q.exec + "/" + q.typ
 	at := func(off int64) string {
 		return self + "?" + url.Values{"offset": {strconv.FormatInt(off, 10)}, "byteLength": {strconv.Itoa(length)}}.Encode()
@@ -456,7 +459,7 @@ func (s *Server) downloadExecLog(ctx context.Context, w http.ResponseWriter, r *
 			Msg: "the worker did not answer with the log; try again", Cause: err}
 	}
 	if c.failed {
-		c.Close()
+		_ = c.Close()
 		return &httpError{Status: http.StatusBadGateway, Title: "Log not readable", AppID: appID,
 			Msg: fmt.Sprintf("the worker could not read the %s of executor %s", q.typ, q.exec)}
 	}
@@ -467,13 +470,13 @@ func (s *Server) downloadExecLog(ctx context.Context, w http.ResponseWriter, r *
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodHead {
-		c.Close()
+		_ = c.Close()
 		return nil
 	}
 	var sent int64
 	for {
 		n, err := io.Copy(w, c.body)
-		c.Close()
+		_ = c.Close()
 		sent += n
 		if err != nil {
 			panic(http.ErrAbortHandler) // the client or the worker went away mid-way
@@ -486,7 +489,7 @@ func (s *Server) downloadExecLog(ctx context.Context, w http.ResponseWriter, r *
 		offset = c.end
 		if c, err = s.fetchLogChunk(ctx, src, appID, q, offset, int(min(execLogChunk, execLogDownloadMax-sent))); err != nil || c.failed {
 			if c != nil {
-				c.Close()
+				_ = c.Close()
 			}
 			panic(http.ErrAbortHandler)
 		}

@@ -64,7 +64,7 @@ func rewriteExecutorLogs(resp *http.Response, appID string, onAppHost bool) erro
 func rewriteExecutorList(w io.Writer, r io.Reader, appID string, onAppHost bool) error {
 	dec := json.NewDecoder(r)
 	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
-		return fmt.Errorf("executors list: not a JSON array (%v)", err)
+		return fmt.Errorf("executors list: %w", errors.Join(errNotArray, err))
 	}
 	if _, err := io.WriteString(w, "["); err != nil {
 		return err

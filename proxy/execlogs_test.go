@@ -203,7 +203,7 @@ func TestExecLogNoOpenProxy(t *testing.T) {
 		{"repeated id", true, func(e, ty string) string {
 			return sparkLogURL(w.URL)(e, ty) + "&appId=" + appStandalone
 		}},
-		{"NodeManager", true, func(e, ty string) string {
+		{"NodeManager", true, func(_, ty string) string {
 			return "http://nm.internal:8042/node/containerlogs/container_1_0001_01_000002/alice/" + ty + "?start=-4096"
 		}},
 	}

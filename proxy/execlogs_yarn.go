@@ -49,6 +49,8 @@ func nodeManagerLogSource(claimed, appID string, q execLogReq) (logSource, bool)
 // "LogContents:").
 const containerLogHeaderMax = 32
 
+var errNoLogContents = errors.New("no LogContents line")
+
 // fetchContainerLog reads a container's log from the NodeManager's REST
 // API (/ws/v1/node/containers/<id>/logs/<type>?size=N), which serves the
 // first N bytes (N > 0), the last -N bytes, or the whole file (no size):
@@ -69,26 +71,28 @@ func (s *Server) fetchContainerLog(ctx context.Context, src logSource, q execLog
 	if size != 0 {
 		u.RawQuery = url.Values{"size": {strconv.FormatInt(size, 10)}}.Encode()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil) //nolint:gosec // G704: a NodeManager a configured ResourceManager lists, path built from a checked container id
 	if err != nil {
 		return nil, fmt.Errorf("building request: %w", err)
 	}
 	req.Header.Set("Accept", "text/plain")
-	resp, err := s.logClient.Do(req)
+	resp, err := s.logClient.Do(req) //nolint:gosec // G704: see above
 	if err != nil {
 		return nil, fmt.Errorf("reading log from NodeManager: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		resp.Body.Close()
-		return nil, fmt.Errorf("reading log from NodeManager: %s", resp.Status)
+		// The NodeManager says why (for the log, not the user).
+		why, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
+		_ = resp.Body.Close()
+		return nil, fmt.Errorf("reading log from NodeManager: %s: %q", resp.Status, why)
 	}
 	br := bufio.NewReaderSize(resp.Body, 4096)
 	total := int64(-1)
 	for i := 0; ; i++ {
 		line, err := br.ReadSlice('\n')
 		if err != nil || i == containerLogHeaderMax {
-			resp.Body.Close()
-			return nil, fmt.Errorf("reading the NodeManager's log header: no LogContents line (%v)", err)
+			_ = resp.Body.Close()
+			return nil, fmt.Errorf("reading the NodeManager's log header: %w", errors.Join(errNoLogContents, err))
 		}
 		line = bytes.TrimRight(line, "\r\n")
 		if v, ok := bytes.CutPrefix(line, []byte("LogLength:")); ok {
@@ -99,7 +103,7 @@ func (s *Server) fetchContainerLog(ctx context.Context, src logSource, q execLog
 		}
 	}
 	if total < 0 {
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return nil, errors.New("the NodeManager's log header has no length")
 	}
 	n := total

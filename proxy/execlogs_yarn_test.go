@@ -57,7 +57,7 @@ func fakeNodeManager(t *testing.T, logs map[string]string) (*httptest.Server, *[
 
 func yarnLogHarness(t *testing.T, nm *httptest.Server, listed bool, logURL string) *harness {
 	t.Helper()
-	rm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	rm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		nodes := `[]`
 		if listed {
 			nodes = `[{"id":"n:1","nodeHTTPAddress":"` + strings.TrimPrefix(nm.URL, "http://") + `","state":"RUNNING"}]`
@@ -65,7 +65,7 @@ func yarnLogHarness(t *testing.T, nm *httptest.Server, listed bool, logURL strin
 		_, _ = fmt.Fprintf(w, `{"nodes":{"node":%s}}`, nodes)
 	}))
 	t.Cleanup(rm.Close)
-	driver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	driver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = fmt.Fprintf(w, `[{"id":"1","executorLogs":{"stdout":%q,"stderr":%q}}]`, logURL, strings.Replace(logURL, "/stdout", "/stderr", 1))
 	}))

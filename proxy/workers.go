@@ -120,16 +120,16 @@ func (ws *workerSet) readMaster(ctx context.Context, m *url.URL) ([]string, erro
 	ctx, cancel := context.WithTimeout(ctx, masterCallLimit)
 	defer cancel()
 	// "json/": Jetty redirects the bare context path to the slash form.
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.JoinPath("json/").String(), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.JoinPath("json/").String(), nil) //nolint:gosec // G704: a configured master
 	if err != nil {
 		return nil, fmt.Errorf("building request to master %s: %w", m.Redacted(), err)
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := ws.client.Do(req)
+	resp, err := ws.client.Do(req) //nolint:gosec // G704: a configured master or ResourceManager
 	if err != nil {
 		return nil, fmt.Errorf("reading master %s: %w", m.Redacted(), err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("reading master %s: %s", m.Redacted(), resp.Status)
 	}
@@ -156,16 +156,16 @@ func (ws *workerSet) readMaster(ctx context.Context, m *url.URL) ([]string, erro
 func (ws *workerSet) readRM(ctx context.Context, rm *url.URL) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, masterCallLimit)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rm.JoinPath("ws/v1/cluster/nodes").String(), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rm.JoinPath("ws/v1/cluster/nodes").String(), nil) //nolint:gosec // G704: a configured ResourceManager
 	if err != nil {
 		return nil, fmt.Errorf("building request to ResourceManager %s: %w", rm.Redacted(), err)
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := ws.client.Do(req)
+	resp, err := ws.client.Do(req) //nolint:gosec // G704: a configured master or ResourceManager
 	if err != nil {
 		return nil, fmt.Errorf("reading ResourceManager %s: %w", rm.Redacted(), err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("reading ResourceManager %s nodes: %s", rm.Redacted(), resp.Status)
 	}
