@@ -63,6 +63,9 @@ type GatewayOptions struct {
 	TLS bool
 	// LogFormat is log.format ("" leaves the default, console).
 	LogFormat string
+	// Masters is the top-level "masters:" section (standalone masters
+	// served under /master/<name>/); nil for none.
+	Masters []any
 }
 
 // Gateway is a running sparkgate.
@@ -166,6 +169,9 @@ func StartGateway(ctx context.Context, bin, dir string, opt GatewayOptions) (*Ga
 	}
 	if opt.PublicURL != "" {
 		cfg["public_url"] = opt.PublicURL
+	}
+	if opt.Masters != nil {
+		cfg["masters"] = opt.Masters
 	}
 	data, err := yaml.Marshal(cfg)
 	if err != nil {

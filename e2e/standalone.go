@@ -90,6 +90,8 @@ type Standalone struct {
 	Worker    *Proc
 	MasterURL string // spark://127.0.0.1:<port>
 	WebURL    string // the master's web UI, http://127.0.0.1:<port>
+	// WorkerWebURL is the worker's web UI, http://127.0.0.1:<port>.
+	WorkerWebURL string
 }
 
 var reMasterPort = regexp.MustCompile(`Successfully started service 'sparkMaster' on port (\d+)\.`)
@@ -139,6 +141,7 @@ func StartStandalone(ctx context.Context, root string, home SparkHome, dir strin
 		return nil, err
 	}
 	sa.Worker = wp
+	sa.WorkerWebURL = fmt.Sprintf("http://127.0.0.1:%d", wweb)
 	for {
 		st, err := sa.State(ctx)
 		if err == nil && st.AliveWorkers > 0 {

@@ -44,6 +44,9 @@ type reqState struct {
 	// onAppHost says the request came to an app's own host
 	// (Config.AppDomain), not to the main origin.
 	onAppHost bool
+	// master is the standalone master whose page is proxied (its links
+	// are rewritten, master.go); nil otherwise.
+	master *masterTarget
 }
 
 type stateKey struct{}

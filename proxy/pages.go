@@ -23,7 +23,7 @@ type pages struct {
 	byName map[string]*template.Template
 }
 
-var pageNames = []string{"index", "error", "killconfirm", "diagnosis", "byname"}
+var pageNames = []string{"index", "error", "killconfirm", "diagnosis", "byname", "execlog"}
 
 func newPages() (*pages, error) {
 	funcs := template.FuncMap{"join": strings.Join}

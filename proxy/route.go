@@ -29,9 +29,12 @@ const (
 	KindNotFound
 	// KindByName is "/by-name/<app name>[/...]": the newest app of that name.
 	KindByName
+	// KindMaster is "/master/<name>/...": a configured standalone master's
+	// web UI.
+	KindMaster
 )
 
-var kindNames = [...]string{"index", "gateway", "auth", "app", "proxy", "history", "history-alias", "api-list", "api-app", "not-found", "by-name"}
+var kindNames = [...]string{"index", "gateway", "auth", "app", "proxy", "history", "history-alias", "api-list", "api-app", "not-found", "by-name", "master"}
 
 // String names the kind for logs and metrics.
 func (k Kind) String() string {
@@ -107,6 +110,14 @@ func ParseRoute(escapedPath string) (Route, error) {
 		return Route{Kind: k, AppID: id, Prefix: p[:2+len(first)+len(id)], Path: tail}, nil
 	case "hs":
 		return parseHistoryServer(p, rest)
+	case "master":
+		// Server holds the master's configured name.
+		if name, tail, ok := cutSegment(rest); ok {
+			if !ValidServerName(name) {
+				return Route{}, badRequest("invalid master name")
+			}
+			return Route{Kind: KindMaster, Server: name, Prefix: p[:len("/master/")+len(name)], Path: tail}, nil
+		}
 	case "by-name":
 		// The name is one decoded segment (names with "/" have no by-name
 		// link); Path is what follows it, "/" at least.

@@ -78,6 +78,18 @@ type Options struct {
 	// Diagnosis holds the thresholds and limits of app diagnoses (the
 	// "diagnosis:" section); zero fields take their defaults.
 	Diagnosis diagnosis.Config
+	// StandaloneMasters are standalone masters (discovery.standalone)
+	// whose workers' executor logs are served; Masters are added. An
+	// executor log is fetched only from a worker one of them lists.
+	StandaloneMasters []*url.URL
+	// ResourceManagers are YARN ResourceManagers (discovery.yarn) whose
+	// NodeManagers' container logs are served; a log is fetched only from
+	// a NodeManager one of them lists.
+	ResourceManagers []*url.URL
+	// Masters are standalone masters whose web UI is served under
+	// /master/<name>/ (the config's "masters:"); ValidateMasters checks
+	// them.
+	Masters []MasterConfig
 }
 
 // Server is the gateway's handler for every path except /oauth2/. It is
@@ -113,6 +125,12 @@ type Server struct {
 	publicURLOpt string
 	nonces       handoffNonces
 	diag         *diagnoser
+	// workers and logClient serve executor logs (execlogs.go).
+	workers   *workerSet
+	nodes     *workerSet // YARN NodeManagers
+	logClient *http.Client
+	// masters are the standalone masters served under /master/<name>/.
+	masters map[string]*masterTarget
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -210,6 +228,9 @@ func New(o Options) (*Server, error) {
 		return nil, fmt.Errorf("proxy: invalid diagnosis config: %w", errors.Join(errs...))
 	}
 	s.diag = newDiagnoser(dcfg, s.upstreams.transport, func() time.Time { return s.now() })
+	if err := s.initExecLogs(o.StandaloneMasters, o.Masters, o.ResourceManagers); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -293,6 +314,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, st *reqState) err
 		return s.serveByName(w, r, st)
 	case KindGateway:
 		return s.servePrometheusSD(w, r, st)
+	case KindMaster:
+		return s.serveMaster(w, r, st)
 	}
 	return errorf(http.StatusNotFound, "no such page")
 }

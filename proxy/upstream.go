@@ -263,6 +263,10 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 	if err := rewriteLocations(resp, st.prefix); err != nil {
 		return err
 	}
+	if id, ok := executorsListApp(st.route.Path); ok {
+		// Executor log links lead through the gateway (execlogs.go).
+		return rewriteExecutorLogs(resp, id, st.onAppHost)
+	}
 	if !isHTML(h.Get("Content-Type")) || resp.Request.Method == http.MethodHead ||
 		resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
 		return nil
@@ -279,6 +283,9 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 		resp.Body = NewConfirmLinkReader(resp.Body, st.prefix)
 	} else {
 		resp.Body = NewStrippingReader(resp.Body)
+	}
+	if st.master != nil {
+		resp.Body = s.masterLinkReader(resp, st.master)
 	}
 	// The length changes, so it is not announced; resp.ContentLength
 	// keeps the upstream's, the length read, when it is known. -1 would

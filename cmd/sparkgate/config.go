@@ -46,6 +46,11 @@ type Config struct {
 	// Diagnosis holds the thresholds and limits of app diagnoses
 	// (/app/<id>/_/diagnosis); see proxy/diagnosis/thresholds.go.
 	Diagnosis diagnosis.Config `yaml:"diagnosis"`
+	// Masters are standalone masters whose web UI is served under
+	// /master/<name>/ and whose workers' executor logs are served under
+	// /app/<id>/_/logs/ (discovery.standalone masters' workers are served
+	// too). Default none.
+	Masters []proxy.MasterConfig `yaml:"masters"`
 }
 
 // TLSConfig names a certificate and key in PEM files.
@@ -135,6 +140,7 @@ func (c *Config) Validate() []error {
 	errs = append(errs, c.Proxy.Validate()...)
 	errs = append(errs, c.Discovery.Validate()...)
 	errs = append(errs, c.Diagnosis.Validate()...)
+	errs = append(errs, proxy.ValidateMasters(c.Masters)...)
 	return errs
 }
 

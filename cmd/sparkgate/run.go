@@ -87,6 +87,12 @@ func run(ctx context.Context, cfg Config) error {
 		Metrics:        metrics,
 		PublicURL:      cfg.PublicURL,
 		Diagnosis:      cfg.Diagnosis,
+		Masters:        cfg.Masters,
+		// Workers of the masters discovery reads serve executor logs too.
+		StandaloneMasters: standaloneURLs(cfg.Discovery),
+		// NodeManagers of the ResourceManagers discovery reads serve
+		// container logs.
+		ResourceManagers: yarnURLs(cfg.Discovery),
 	})
 	if err != nil {
 		return fmt.Errorf("starting proxy: %w", err)
@@ -242,4 +248,27 @@ func describeSources(c discovery.Config) []string {
 // key.
 func csrfKey(c auth.SessionConfig) ([]byte, error) {
 	return auth.DeriveKey(c, "kill-confirmation csrf")
+}
+
+// standaloneURLs are the standalone masters discovery reads (validated by
+// discovery.Config.Validate).
+func standaloneURLs(c discovery.Config) []*url.URL {
+	var out []*url.URL
+	for _, m := range c.Standalone {
+		if u, err := url.Parse(m.URL); err == nil {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// yarnURLs are the ResourceManagers discovery reads.
+func yarnURLs(c discovery.Config) []*url.URL {
+	var out []*url.URL
+	for _, y := range c.YARN {
+		if u, err := url.Parse(y.URL); err == nil {
+			out = append(out, u)
+		}
+	}
+	return out
 }

@@ -1,0 +1,124 @@
+package proxy
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// executorsListApp reports whether an upstream path is an app's executors
+// list in Spark's REST API (/api/v1/applications/<id>[/<attempt>]/
+// {executors,allexecutors}), and for which app.
+func executorsListApp(p string) (string, bool) {
+	rest, ok := strings.CutPrefix(p, "/api/v1/applications/")
+	if !ok {
+		return "", false
+	}
+	segs := strings.Split(rest, "/")
+	if n := len(segs); n < 2 || n > 3 || (segs[n-1] != "executors" && segs[n-1] != "allexecutors") {
+		return "", false
+	}
+	if !ValidAppID(segs[0]) {
+		return "", false
+	}
+	return segs[0], true
+}
+
+// rewriteExecutorLogs makes the executors list's executorLogs (which name
+// a worker's, NodeManager's or other host's address; the Executors tab
+// links them as they are) lead to the gateway's path of each log instead.
+// Every entry is replaced, whether the gateway can serve it or not: the
+// page never links a host behind the gateway. The list is rewritten as it
+// streams, one executor at a time.
+func rewriteExecutorLogs(resp *http.Response, appID string, onAppHost bool) error {
+	if resp.Request.Method != http.MethodGet || resp.StatusCode != http.StatusOK ||
+		!strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "application/json") {
+		return nil
+	}
+	body := resp.Body
+	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		d, err := decodeBody(ce, body)
+		if err != nil {
+			return fmt.Errorf("%w: %q: %w", errEncodedHTML, ce, err)
+		}
+		body = d
+		resp.Header.Del("Content-Encoding")
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		err := rewriteExecutorList(pw, body, appID, onAppHost)
+		_ = body.Close()
+		pw.CloseWithError(err) // nil: EOF for the reader
+	}()
+	resp.Body = pr
+	resp.ContentLength = -1
+	resp.Header.Del("Content-Length")
+	return nil
+}
+
+// rewriteExecutorList copies a JSON array of executors from r to w with
+// each executorLogs value replaced by the gateway's link.
+func rewriteExecutorList(w io.Writer, r io.Reader, appID string, onAppHost bool) error {
+	dec := json.NewDecoder(r)
+	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+		return fmt.Errorf("executors list: %w", errors.Join(errNotArray, err))
+	}
+	if _, err := io.WriteString(w, "["); err != nil {
+		return err
+	}
+	for i := 0; dec.More(); i++ {
+		var e map[string]json.RawMessage
+		if err := dec.Decode(&e); err != nil {
+			return fmt.Errorf("executors list: %w", err)
+		}
+		if raw, ok := e["executorLogs"]; ok {
+			e["executorLogs"] = gatewayLogLinks(raw, e["id"], appID, onAppHost)
+		}
+		b, err := json.Marshal(e)
+		if err != nil {
+			return fmt.Errorf("executors list: %w", err)
+		}
+		if i > 0 {
+			if _, err := io.WriteString(w, ","); err != nil {
+				return err
+			}
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return fmt.Errorf("executors list: %w", err)
+	}
+	if _, err := io.WriteString(w, "]"); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return errors.New("executors list: data after the array")
+	}
+	return nil
+}
+
+// gatewayLogLinks maps {"stdout": "http://worker/…", …} to the gateway's
+// links of the same logs; entries it cannot name safely are dropped.
+func gatewayLogLinks(raw, rawID json.RawMessage, appID string, onAppHost bool) json.RawMessage {
+	var logs map[string]string
+	var id string
+	if json.Unmarshal(raw, &logs) != nil || json.Unmarshal(rawID, &id) != nil || !validExecutorID(id) {
+		return json.RawMessage("{}")
+	}
+	out := make(map[string]string, len(logs))
+	for typ := range logs {
+		if validLogType(typ) {
+			out[typ] = execLogLink(appID, onAppHost, id, typ)
+		}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return json.RawMessage("{}")
+	}
+	return b
+}

@@ -1,0 +1,141 @@
+package proxy
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sparkgate/sparkgate/proxy/discovery"
+)
+
+const (
+	appYarnLogs   = "application_1700000000000_0002"
+	containerLogs = "container_e01_1700000000000_0002_01_000002"
+)
+
+// fakeNodeManager answers /ws/v1/node/containers/<id>/logs/<type> as a
+// Hadoop 3 NodeManager does for a local log: header lines naming the node,
+// the contents (first or last |size| bytes), a trailer.
+func fakeNodeManager(t *testing.T, logs map[string]string) (*httptest.Server, *[]string) {
+	t.Helper()
+	var mu sync.Mutex
+	var seen []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.URL.RequestURI())
+		mu.Unlock()
+		rest, ok := strings.CutPrefix(r.URL.Path, "/ws/v1/node/containers/")
+		parts := strings.Split(rest, "/")
+		text, found := logs[strings.Join(parts, "/")]
+		if !ok || len(parts) != 3 || parts[1] != "logs" || !found {
+			http.NotFound(w, r)
+			return
+		}
+		out := text
+		if s := r.URL.Query().Get("size"); s != "" {
+			n, _ := strconv.Atoi(s)
+			switch {
+			case n < 0 && -n < len(text):
+				out = text[len(text)+n:]
+			case n > 0 && n < len(text):
+				out = text[:n]
+			}
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = fmt.Fprintf(w, "Container: %s on secret-node.internal:8041\nLogAggregationType: LOCAL\n====================\nLogType:%s\nLogLastModifiedTime:Tue Dec 01 12:00:00 +0000 2026\nLogLength:%d\nLogContents:\n%s\nEnd of LogType:%s\n*****\n",
+			parts[0], parts[2], len(text), out, parts[2])
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &seen
+}
+
+func yarnLogHarness(t *testing.T, nm *httptest.Server, listed bool, logURL string) *harness {
+	t.Helper()
+	rm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		nodes := `[]`
+		if listed {
+			nodes = `[{"id":"n:1","nodeHTTPAddress":"` + strings.TrimPrefix(nm.URL, "http://") + `","state":"RUNNING"}]`
+		}
+		_, _ = fmt.Fprintf(w, `{"nodes":{"node":%s}}`, nodes)
+	}))
+	t.Cleanup(rm.Close)
+	driver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `[{"id":"1","executorLogs":{"stdout":%q,"stderr":%q}}]`, logURL, strings.Replace(logURL, "/stdout", "/stderr", 1))
+	}))
+	t.Cleanup(driver.Close)
+	ru, _ := url.Parse(rm.URL)
+	h := newHarness(t, func(o *Options) { o.ResourceManagers = []*url.URL{ru} })
+	du, _ := url.Parse(driver.URL)
+	apps := append(h.reg.Load().Apps(), &discovery.App{ID: appYarnLogs, Name: "y", User: "alice", StartTime: time.Now(),
+		State: discovery.Running, UIURL: du, ProxyBase: "/proxy/" + appYarnLogs, Source: "yarn"})
+	h.reg.Store(discovery.NewSnapshot(apps))
+	return h
+}
+
+func TestContainerLogPage(t *testing.T) {
+	text := strings.Repeat("x", 200) + "\n<b>last</b> line\n"
+	nm, seen := fakeNodeManager(t, map[string]string{containerLogs + "/logs/stdout": text})
+	claim := nm.URL + "/node/containerlogs/" + containerLogs + "/alice/stdout?start=-4096"
+	h := yarnLogHarness(t, nm, true, claim)
+	base := "/app/" + appYarnLogs + "/_/logs/1/stdout"
+	resp, body := h.do(t, "GET", base+"?byteLength=30", "alice", nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s = %d\n%s", base, resp.StatusCode, body)
+	}
+	if !strings.Contains(body, "xx\n&lt;b&gt;last&lt;/b&gt; line\n</pre>") || strings.Contains(body, "secret-node") || strings.Contains(body, "End of LogType") {
+		t.Errorf("page = %s; want the last 30 bytes escaped, no NodeManager header or trailer", body)
+	}
+	if !strings.Contains(body, fmt.Sprintf("bytes %d–%d of %d", len(text)-30, len(text), len(text))) {
+		t.Errorf("page does not give the range of the last 30 bytes")
+	}
+	if got, want := (*seen)[0], "/ws/v1/node/containers/"+containerLogs+"/logs/stdout?size=-30"; got != want {
+		t.Errorf("NodeManager got %s; want %s", got, want)
+	}
+	resp, body = h.do(t, "GET", base+"/raw", "alice", nil)
+	if resp.StatusCode != http.StatusOK || body != text {
+		t.Errorf("download = %d, %q; want the whole log", resp.StatusCode, body)
+	}
+	if resp, _ := h.do(t, "GET", base+"?offset=5", "alice", nil); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("GET ?offset=5 = %d; want 400 (a NodeManager has no offsets)", resp.StatusCode)
+	}
+	// The REST answer's links lead to the gateway, on /proxy/ as on /app/.
+	resp, body = h.do(t, "GET", "/proxy/"+appYarnLogs+"/api/v1/applications/"+appYarnLogs+"/allexecutors", "alice", nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"stdout":"/app/`+appYarnLogs+`/_/logs/1/stdout"`) || strings.Contains(body, "containerlogs") {
+		t.Errorf("allexecutors = %d %s; want gateway links", resp.StatusCode, body)
+	}
+}
+
+func TestContainerLogNoOpenProxy(t *testing.T) {
+	nm, seen := fakeNodeManager(t, map[string]string{containerLogs + "/logs/stdout": "x\n"})
+	for _, tc := range []struct {
+		name   string
+		listed bool
+		claim  string
+	}{
+		{"node not listed", false, nm.URL + "/node/containerlogs/" + containerLogs + "/alice/stdout?start=-4096"},
+		{"other app's container", true, nm.URL + "/node/containerlogs/container_1700000000000_0003_01_000002/alice/stdout"},
+		{"other cluster", true, nm.URL + "/node/containerlogs/container_1800000000000_0002_01_000002/alice/stdout"},
+		{"other type", true, nm.URL + "/node/containerlogs/" + containerLogs + "/alice/syslog"},
+		{"other path", true, nm.URL + "/ws/v1/node/containers/" + containerLogs + "/logs/stdout"},
+		{"dot segment", true, nm.URL + "/node/containerlogs/" + containerLogs + "/../stdout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := yarnLogHarness(t, nm, tc.listed, tc.claim)
+			before := len(*seen)
+			resp, body := h.do(t, "GET", "/app/"+appYarnLogs+"/_/logs/1/stdout", "alice", nil)
+			if resp.StatusCode != http.StatusNotFound {
+				t.Errorf("GET = %d; want 404\n%s", resp.StatusCode, body)
+			}
+			if len(*seen) != before {
+				t.Errorf("NodeManager asked %v; want nothing", (*seen)[before:])
+			}
+		})
+	}
+}
