@@ -170,7 +170,7 @@ func (d *Discoverer) onHistoryACLs(key, server, id string, acl map[string]string
 	for _, ha := range d.histByID[id] {
 		if ha.Ref.Server == server && ha.Ref.ACLProps == nil {
 			ha.Ref.ACLProps = acl
-			d.dirty = true
+			d.dirty, d.histStale = true, true
 		}
 	}
 }

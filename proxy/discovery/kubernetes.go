@@ -518,6 +518,7 @@ func (d *Discoverer) startPushes(ctx context.Context, workers *sync.WaitGroup) {
 func (d *Discoverer) onPushed(p pushed) {
 	d.dirty = true
 	if p.c.url == nil {
+		d.histStale = true // news of a SparkApplication may annotate history apps
 		return
 	}
 	key := p.c.key()

@@ -178,9 +178,10 @@ func (d *Discoverer) onChecked(id string, a *liveApp, got apiApp, err error, sus
 		return
 	}
 	if err == nil && got.ID == id && attemptUser(got) == a.app.User {
+		// LastSeen reaches the registry with the next change: a check
+		// that changes nothing else publishes nothing.
 		a.fails = 0
 		a.app.LastSeen = d.now()
-		d.dirty = true
 		return
 	}
 	if err == nil {
@@ -192,6 +193,7 @@ func (d *Discoverer) onChecked(id string, a *liveApp, got apiApp, err error, sus
 		return
 	}
 	a.fails++
+	a.nextCheck = d.now() // again next round
 	var ue *unreachableError
 	refused := errors.As(err, &ue) && ue.refused
 	if a.fails >= 2 || (suspect && refused) {
