@@ -147,7 +147,9 @@ func (h *historySource) poll(ctx context.Context) (apps []historyApp, changed bo
 	sem := make(chan struct{}, historyEnvParallel)
 	var wg sync.WaitGroup
 	var read atomic.Int64
+	yieldUntil := time.Now().Add(h.envBudget / 4)
 	for _, j := range jobs {
+		h.giveWay(ectx, yieldUntil)
 		select {
 		case sem <- struct{}{}:
 		case <-ectx.Done():
@@ -190,6 +192,15 @@ func (h *historySource) poll(ctx context.Context) (apps []historyApp, changed bo
 		return nil, false, nil
 	}
 	return out, true, nil
+}
+
+// giveWay waits, until the deadline at most, while requests to drivers
+// are in flight: reading the ACLs of finished apps gives way to verifying
+// live drivers (500 found at once beside a backlog of 10,000 event logs).
+func (h *historySource) giveWay(ctx context.Context, deadline time.Time) {
+	for len(h.c.drivers) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // decode reads one entry of the app list; ok is false for an entry that is
