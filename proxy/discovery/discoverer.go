@@ -136,7 +136,7 @@ func New(cfg Config, reg *Registry, logger *zap.Logger) *Discoverer {
 	if len(cfg.Static) > 0 {
 		var s staticSource
 		for _, raw := range cfg.Static {
-			if u, err := parseCandidateURL(raw); err == nil {
+			if u, err := parseRootURL(raw); err == nil {
 				s = append(s, u)
 			} else {
 				logger.Error("skipping static url", zap.String("url", raw), zap.Error(err))
@@ -174,7 +174,7 @@ func New(cfg Config, reg *Registry, logger *zap.Logger) *Discoverer {
 		}
 	}
 	for _, h := range cfg.History {
-		if hs, err := newHistorySource(h, d.c, time.Duration(cfg.Interval)); err == nil {
+		if hs, err := newHistorySource(h, d.c, cfg.Interval); err == nil {
 			d.hist = append(d.hist, hs)
 		} else {
 			logger.Error("skipping history server", zap.String("history", h.Name), zap.Error(err))
@@ -216,7 +216,7 @@ func (d *Discoverer) Run(ctx context.Context) error {
 		d.logsDone = true
 	}
 	d.startPushes(ctx, &workers)
-	interval := time.Duration(d.cfg.Interval)
+	interval := d.cfg.Interval
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	d.round()
@@ -324,7 +324,7 @@ func (d *Discoverer) checkDue() {
 // many drivers run; an app whose last check failed is due the next round.
 func (d *Discoverer) dueChecks() []string {
 	now := d.now()
-	interval := time.Duration(d.cfg.Interval)
+	interval := d.cfg.Interval
 	running := 0
 	for _, a := range d.apps {
 		if a.app.State == Running {
@@ -365,7 +365,7 @@ func checkPeriod(running int, interval time.Duration) time.Duration {
 // retention has passed.
 func (d *Discoverer) expire() {
 	now := d.now()
-	retention := time.Duration(d.cfg.EndedRetention)
+	retention := d.cfg.EndedRetention
 	for id, a := range d.apps {
 		if a.app.State == Ended && len(d.histByID[id]) == 0 && now.Sub(a.app.EndTime) > retention {
 			delete(d.apps, id)
@@ -383,7 +383,7 @@ func (d *Discoverer) onPolled(res [][]candidate) {
 			d.offer(c)
 		}
 	}
-	idle := time.Duration(targetIdle) * time.Duration(d.cfg.Interval)
+	idle := time.Duration(targetIdle) * d.cfg.Interval
 	for k, t := range d.targets {
 		if t.appID == "" && !t.verifying && now.Sub(t.lastOffer) > idle {
 			delete(d.targets, k)
@@ -418,7 +418,7 @@ func (d *Discoverer) maybeReady() {
 		// Do not let a driver stuck on its start-up page hold readiness.
 		d.graceTimer = true
 		ctx := d.ctx
-		time.AfterFunc(2*time.Duration(d.cfg.Interval), func() {
+		time.AfterFunc(2*d.cfg.Interval, func() {
 			d.send(ctx, func() { d.ready.Store(true) })
 		})
 	}

@@ -37,7 +37,7 @@ func startDiscoverer(t *testing.T, cfg Config) (*Discoverer, *Registry) {
 	t.Helper()
 	reg := NewRegistry()
 	if cfg.Interval == 0 {
-		cfg.Interval = Duration(100 * time.Millisecond)
+		cfg.Interval = time.Duration(100 * time.Millisecond)
 	}
 	d := New(cfg, reg, zaptest.NewLogger(t))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -95,7 +95,7 @@ func TestDiscovererLogLineTriggersVerification(t *testing.T) {
 	logPath := filepath.Join(dir, "driver.log")
 	// Long interval: only the log line can make the app appear quickly.
 	_, reg := startDiscoverer(t, Config{
-		Interval: Duration(time.Hour),
+		Interval: time.Duration(time.Hour),
 		Logs:     []LogSource{{Paths: []string{filepath.Join(dir, "*.log")}, Host: "127.0.0.1"}},
 	})
 	port := drv.url().Port()
@@ -127,7 +127,7 @@ func TestDiscovererHistoryMergeAndRetention(t *testing.T) {
 	_, reg := startDiscoverer(t, Config{
 		Static:         []string{drv.srv.URL, other.srv.URL},
 		History:        []HistorySource{{Name: "hs", URL: hs.URL}},
-		EndedRetention: Duration(time.Nanosecond),
+		EndedRetention: time.Duration(time.Nanosecond),
 	})
 	waitFor(t, reg, "merged", func(s *Snapshot) bool {
 		a, ok := s.Lookup("local-1")
@@ -313,7 +313,7 @@ func TestDiscovererSourceHealth(t *testing.T) {
 func TestLivenessChecksSpread(t *testing.T) {
 	t.Parallel()
 	for _, n := range []int{3, checksPerRound, 5 * checksPerRound} {
-		d := New(Config{Interval: Duration(time.Second)}, NewRegistry(), nil)
+		d := New(Config{Interval: time.Duration(time.Second)}, NewRegistry(), nil)
 		now := time.Unix(1000, 0)
 		d.now = func() time.Time { return now }
 		for i := range n {

@@ -3,7 +3,6 @@ package discovery
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"go.uber.org/zap"
 )
@@ -47,7 +46,7 @@ func (d *Discoverer) claimConflict(t *target, info driverInfo) string {
 // refuseClaim records a refused claim at t and backs off from t.
 func (d *Discoverer) refuseClaim(t *target, id, user, reason string) {
 	t.fails++
-	t.retryAt = d.now().Add(claimBackoff * time.Duration(d.cfg.Interval))
+	t.retryAt = d.now().Add(claimBackoff * d.cfg.Interval)
 	if t.appID == id {
 		t.appID = ""
 	}

@@ -313,8 +313,12 @@ func podURL(p *corev1.Pod) (candidate, bool) {
 	if port == 0 {
 		return candidate{}, false
 	}
+	u, err := rootURL(&url.URL{Scheme: "http", Host: net.JoinHostPort(ip.String(), strconv.Itoa(port))})
+	if err != nil {
+		return candidate{}, false
+	}
 	return candidate{
-		url:    &url.URL{Scheme: "http", Host: net.JoinHostPort(ip.String(), strconv.Itoa(port))},
+		url:    u,
 		source: "kubernetes:" + p.Namespace + "/" + p.Name,
 		appID:  p.Labels[labelAppID],
 	}, true

@@ -65,10 +65,10 @@ func (d *Discoverer) onVerified(t *target, info driverInfo, err error) {
 		switch {
 		case errors.As(err, &ue):
 			t.fails++
-			t.retryAt = now.Add(min(time.Duration(d.cfg.Interval)<<min(t.fails-1, 10), backoffMax) - time.Millisecond)
+			t.retryAt = now.Add(min(d.cfg.Interval<<min(t.fails-1, 10), backoffMax) - time.Millisecond)
 		default:
 			t.fails++
-			t.retryAt = now.Add(12 * time.Duration(d.cfg.Interval))
+			t.retryAt = now.Add(12 * d.cfg.Interval)
 		}
 		log := d.log.Debug
 		if errors.Is(err, errNotAllowed) && t.fails == 1 {
