@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -92,8 +93,8 @@ func (h *historySource) poll(ctx context.Context) (apps []historyApp, changed bo
 	if same {
 		out = slices.Clone(h.last) // only environment reads are owed
 	} else {
-		var raw []json.RawMessage
-		if err := json.Unmarshal(body, &raw); err != nil {
+		raw, err := splitArray(body)
+		if err != nil {
 			return nil, false, fmt.Errorf("listing %s: %s: decoding: %w: %w", h.name(), u.Redacted(), errNotDriver, err)
 		}
 		out = make([]historyApp, 0, len(raw))
@@ -274,4 +275,49 @@ func (h *historySource) fetchACLs(ctx context.Context, id, attempt string, compl
 	h.env[envKey{id, attempt}] = &envEntry{completed: completed, acl: acl}
 	h.mu.Unlock()
 	return acl, nil
+}
+
+// splitArray splits a JSON array into its elements' bytes without decoding
+// them: a changed list costs one pass over its bytes, and only the elements
+// not seen before are decoded (each by json.Unmarshal, which rejects the
+// malformed).
+func splitArray(b []byte) ([][]byte, error) {
+	b = bytes.TrimSpace(b)
+	if len(b) < 2 || b[0] != '[' || b[len(b)-1] != ']' {
+		return nil, errors.New("not a JSON array")
+	}
+	var out [][]byte
+	depth, start, inStr, esc := 0, 1, false, false
+	for i := 1; i < len(b)-1; i++ {
+		c := b[i]
+		switch {
+		case inStr:
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr = false
+			}
+		case c == '"':
+			inStr = true
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			if depth--; depth < 0 {
+				return nil, errors.New("unbalanced JSON array")
+			}
+		case c == ',' && depth == 0:
+			out = append(out, bytes.TrimSpace(b[start:i]))
+			start = i + 1
+		}
+	}
+	if inStr || depth != 0 {
+		return nil, errors.New("unbalanced JSON array")
+	}
+	if last := bytes.TrimSpace(b[start : len(b)-1]); len(last) > 0 || len(out) > 0 {
+		out = append(out, last)
+	}
+	return out, nil
 }
