@@ -4,7 +4,6 @@ import (
 	"context"
 	"math/rand/v2"
 	"net/url"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -339,7 +338,7 @@ func (d *Discoverer) dueChecks() []string {
 		}
 		if a.nextCheck.IsZero() && period > interval {
 			// Spread the apps found together over the period.
-			a.nextCheck = now.Add(rand.N(period))
+			a.nextCheck = now.Add(rand.N(period)) //nolint:gosec // G404: a phase to spread checks, not a secret
 		}
 		// Half an interval of slack: a round that ticks a little early
 		// must not push the check a whole period back.
@@ -394,12 +393,14 @@ func (d *Discoverer) onPolled(res [][]candidate) {
 func (d *Discoverer) onHistory(res [][]historyApp, ok []bool) {
 	d.histBusy = false
 	d.histDone = true
+	changed := false
 	for i, h := range d.hist {
-		if ok[i] { // keep the last good list while a server is down
+		if i < len(ok) && i < len(res) && ok[i] { // keep the last good list while a server is down or unchanged
 			d.histApps[h.cfg.Name] = res[i]
+			changed = true
 		}
 	}
-	if !slices.Contains(ok, true) {
+	if !changed {
 		return // every list as it was
 	}
 	d.reconcileHistory()
