@@ -199,7 +199,7 @@ func (h *historySource) poll(ctx context.Context) (apps []historyApp, changed bo
 // are in flight: reading the ACLs of finished apps gives way to verifying
 // live drivers (500 found at once beside a backlog of 10,000 event logs).
 func (h *historySource) giveWay(ctx context.Context, deadline time.Time) {
-	for len(h.c.drivers) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+	for len(h.c.drivers)+len(h.c.envs) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(5 * time.Millisecond)
 	}
 }

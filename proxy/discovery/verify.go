@@ -125,20 +125,25 @@ type driverInfo struct {
 // client makes the bounded outbound calls. Its zero value is not usable.
 type client struct {
 	hc *http.Client
-	// drivers bounds the requests to drivers in flight at once (app
-	// lists and environments), so 500 drivers found together are asked
-	// in parallel but not all at once.
-	drivers chan struct{}
+	// drivers and envs bound the requests to drivers in flight at once
+	// (app lists; environments, which are larger and may wait), so 500
+	// drivers found together are asked in parallel but not all at once.
+	drivers, envs chan struct{}
 }
 
-// driverParallel is how many requests to drivers may be in flight at once.
-const driverParallel = 32
+// driverParallel and envParallel are how many app list and environment
+// requests to drivers may be in flight at once.
+const (
+	driverParallel = 32
+	envParallel    = 8
+)
 
-// toDriver waits for a slot for one request to a driver; done frees it.
-func (c *client) toDriver(ctx context.Context) (done func(), err error) {
+// toDriver waits for a slot of sem for one request to a driver; done frees
+// it.
+func toDriver(ctx context.Context, sem chan struct{}) (done func(), err error) {
 	select {
-	case c.drivers <- struct{}{}:
-		return func() { <-c.drivers }, nil
+	case sem <- struct{}{}:
+		return func() { <-sem }, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -148,7 +153,7 @@ func newClient(tr http.RoundTripper) *client {
 	if tr == nil {
 		tr = newTransport()
 	}
-	return &client{drivers: make(chan struct{}, driverParallel), hc: &http.Client{
+	return &client{drivers: make(chan struct{}, driverParallel), envs: make(chan struct{}, envParallel), hc: &http.Client{
 		Transport: tr,
 		// Drivers answer the API directly; a redirect means a proxy or
 		// filter in the way (YARN's AmIpFilter, a login page), which is
@@ -231,7 +236,7 @@ func (c *client) getBody(ctx context.Context, base *url.URL, p string, limit int
 
 // driverApp asks a UI for its one application.
 func (c *client) driverApp(ctx context.Context, ui *url.URL) (apiApp, error) {
-	done, err := c.toDriver(ctx)
+	done, err := toDriver(ctx, c.drivers)
 	if err != nil {
 		return apiApp{}, err
 	}
@@ -283,7 +288,7 @@ func (c *client) environmentProps(ctx context.Context, base *url.URL, p string) 
 // driverEnv reads a driver's ACL properties and spark.ui.proxyBase from the
 // environment of its app id.
 func (c *client) driverEnv(ctx context.Context, ui *url.URL, id string) (map[string]string, string, error) {
-	done, err := c.toDriver(ctx)
+	done, err := toDriver(ctx, c.envs)
 	if err != nil {
 		return nil, "", err
 	}
