@@ -1,8 +1,11 @@
 package discovery
 
 import (
+	"cmp"
 	"net/url"
-	"sort"
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -96,21 +99,62 @@ type App struct {
 func (a *App) Live() bool { return a.State == Running && a.UIURL != nil }
 
 // Snapshot is an immutable view of every known app.
+//
+// Discovery builds it in two parts: the apps known only from History
+// Servers (shared by every snapshot until a History Server's list changes)
+// and the live and ended apps found on drivers, which shadow a History
+// Server record of the same id. A new snapshot costs what changed.
 type Snapshot struct {
 	byID map[string]*App
-	list []*App            // sorted: running first, then newest start first
+	hist *appSet           // nil, or apps looked up after byID, unless shadowed by it
 	pins map[string]string // live apps' UIURL host:port → Addr
+
+	once  sync.Once
+	merge func() []*App // builds list at first use when both parts hold apps
+	list  []*App        // sorted: running first, then newest start first
 }
 
-// NewSnapshot builds a snapshot; apps must not be modified afterwards.
-func NewSnapshot(apps []*App) *Snapshot {
-	s := &Snapshot{byID: make(map[string]*App, len(apps)), list: make([]*App, 0, len(apps))}
+// appSet is a set of apps with a lookup by id and a list in snapshot order.
+type appSet struct {
+	byID map[string]*App
+	list []*App
+}
+
+// newAppSet builds a set; the first app of an id wins.
+func newAppSet(apps []*App) *appSet {
+	s := &appSet{byID: make(map[string]*App, len(apps)), list: make([]*App, 0, len(apps))}
 	for _, a := range apps {
 		if _, dup := s.byID[a.ID]; dup {
 			continue
 		}
 		s.byID[a.ID] = a
 		s.list = append(s.list, a)
+	}
+	slices.SortStableFunc(s.list, compareApps)
+	return s
+}
+
+// compareApps orders running apps first, then newest start first, then by id.
+func compareApps(a, b *App) int {
+	if a.State != b.State {
+		return cmp.Compare(a.State, b.State)
+	}
+	if c := b.StartTime.Compare(a.StartTime); c != 0 {
+		return c
+	}
+	return strings.Compare(a.ID, b.ID)
+}
+
+// NewSnapshot builds a snapshot; apps must not be modified afterwards.
+func NewSnapshot(apps []*App) *Snapshot {
+	return newSnapshot(newAppSet(apps), nil)
+}
+
+// newSnapshot builds a snapshot of own apps and, after them, the apps of
+// hist whose ids own does not hold; neither may be modified afterwards.
+func newSnapshot(own, hist *appSet) *Snapshot {
+	s := &Snapshot{byID: own.byID, hist: hist}
+	for _, a := range own.list {
 		if a.Live() && a.Addr != "" {
 			if s.pins == nil {
 				s.pins = map[string]string{}
@@ -118,28 +162,55 @@ func NewSnapshot(apps []*App) *Snapshot {
 			s.pins[hostPort(a.UIURL)] = a.Addr
 		}
 	}
-	sort.SliceStable(s.list, func(i, j int) bool {
-		a, b := s.list[i], s.list[j]
-		if a.State != b.State {
-			return a.State < b.State
+	switch {
+	case hist == nil || len(hist.list) == 0:
+		s.list = own.list
+		return s
+	case len(own.list) == 0:
+		s.list = hist.list
+		return s
+	}
+	ownList := own.list
+	s.merge = func() []*App {
+		out := make([]*App, 0, len(ownList)+len(hist.list))
+		i := 0
+		for _, h := range hist.list {
+			if _, shadowed := own.byID[h.ID]; shadowed {
+				continue
+			}
+			for i < len(ownList) && compareApps(ownList[i], h) <= 0 {
+				out = append(out, ownList[i])
+				i++
+			}
+			out = append(out, h)
 		}
-		if !a.StartTime.Equal(b.StartTime) {
-			return a.StartTime.After(b.StartTime)
-		}
-		return a.ID < b.ID
-	})
+		return append(out, ownList[i:]...)
+	}
 	return s
 }
 
 // Lookup returns the app with exactly this id.
 func (s *Snapshot) Lookup(id string) (*App, bool) {
-	a, ok := s.byID[id]
-	return a, ok
+	if a, ok := s.byID[id]; ok {
+		return a, true
+	}
+	if s.hist != nil {
+		a, ok := s.hist.byID[id]
+		return a, ok
+	}
+	return nil, false
 }
 
 // Apps returns every app, running first, newest first. The slice is shared:
 // callers must not modify it.
-func (s *Snapshot) Apps() []*App { return s.list }
+func (s *Snapshot) Apps() []*App {
+	s.once.Do(func() {
+		if s.merge != nil {
+			s.list = s.merge()
+		}
+	})
+	return s.list
+}
 
 // Registry holds the current snapshot. Readers never wait on discovery: a
 // new snapshot is swapped in whole.

@@ -37,3 +37,32 @@ func BenchmarkParseLine(b *testing.B) {
 		})
 	}
 }
+
+// benchDiscoverer is a Discoverer holding hist History Server apps and live
+// running apps, as after the first rounds at that scale.
+func benchDiscoverer(hist, live int) *Discoverer {
+	d := New(Config{History: []HistorySource{{Name: "hs", URL: "http://127.0.0.1:1"}}}, NewRegistry(), nil)
+	list := make([]historyApp, hist)
+	for i := range list {
+		id := fmt.Sprintf("application_1764000000000_%05d", i)
+		list[i] = historyApp{ID: id, Name: "n", User: "u", Start: time.Unix(int64(i), 0),
+			Ref: HistoryRef{Server: "hs", Attempts: []string{""}, Completed: true, User: "u", ACLProps: map[string]string{}}}
+	}
+	d.histApps["hs"] = list
+	d.reconcileHistory()
+	for i := range live {
+		id := fmt.Sprintf("app-20261201100000-%04d", i)
+		d.apps[id] = &liveApp{app: App{ID: id, State: Running, StartTime: time.Unix(int64(i), 0)}}
+	}
+	return d
+}
+
+// BenchmarkPublish is one snapshot of 10,000 History Server apps and 500
+// live ones.
+func BenchmarkPublish(b *testing.B) {
+	d := benchDiscoverer(10000, 500)
+	b.ReportAllocs()
+	for b.Loop() {
+		d.publish()
+	}
+}

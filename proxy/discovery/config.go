@@ -4,46 +4,20 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 )
-
-// Duration is a time.Duration that reads "5s", "24h" and the like from YAML.
-type Duration time.Duration
-
-// UnmarshalYAML parses a Go duration string.
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	var s string
-	if err := n.Decode(&s); err != nil {
-		return fmt.Errorf("duration: %w", err)
-	}
-	v, err := time.ParseDuration(strings.TrimSpace(s))
-	if err != nil {
-		return fmt.Errorf("duration %q: %w", s, err)
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// MarshalYAML writes the duration as a Go duration string.
-func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
-
-// String returns the Go duration string.
-func (d Duration) String() string { return time.Duration(d).String() }
 
 // Config is the `discovery:` section of the gateway configuration. Every
 // source is optional; they combine.
 type Config struct {
 	// Interval is the period of the probes, cluster-manager and History
 	// Server polls and of the liveness re-checks. Default 5s.
-	Interval Duration `yaml:"interval"`
+	Interval time.Duration `yaml:"interval"`
 	// Logs are driver log files or globs, followed as they grow. Default none.
 	Logs []LogSource `yaml:"logs"`
 	// Probe lists hosts and port ranges dialled each interval. Default none.
@@ -63,7 +37,7 @@ type Config struct {
 	History []HistorySource `yaml:"history"`
 	// EndedRetention is how long an ended app that no History Server knows
 	// stays listed, counted from its end. Default 24h.
-	EndedRetention Duration `yaml:"ended_retention"`
+	EndedRetention time.Duration `yaml:"ended_retention"`
 	// AllowedNetworks bounds where drivers may live: CIDRs ("10.0.0.0/8")
 	// or single addresses. A candidate whose address (resolved once, at
 	// verification) is outside every one of them is refused. It applies to
@@ -163,10 +137,10 @@ const (
 // SetDefaults fills every unset field with its default.
 func (c *Config) SetDefaults() {
 	if c.Interval == 0 {
-		c.Interval = Duration(DefaultInterval)
+		c.Interval = DefaultInterval
 	}
 	if c.EndedRetention == 0 {
-		c.EndedRetention = Duration(DefaultEndedRetention)
+		c.EndedRetention = DefaultEndedRetention
 	}
 	for i := range c.Logs {
 		if c.Logs[i].Host == "" {
@@ -242,7 +216,7 @@ func (c *Config) Validate() []error {
 	add := func(key, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("discovery.%s: %s", key, fmt.Sprintf(format, args...)))
 	}
-	if c.Interval < Duration(100*time.Millisecond) {
+	if c.Interval < 100*time.Millisecond {
 		add("interval", "%s is below the minimum of 100ms", c.Interval)
 	}
 	if c.EndedRetention < 0 {
@@ -287,12 +261,12 @@ func (c *Config) Validate() []error {
 		}
 	}
 	for i, s := range c.Standalone {
-		if err := checkRootURL(s.URL); err != nil {
+		if _, err := parseRootURL(s.URL); err != nil {
 			add(fmt.Sprintf("standalone[%d].url", i), "%v", err)
 		}
 	}
 	for i, s := range c.Static {
-		if err := checkRootURL(s); err != nil {
+		if _, err := parseRootURL(s); err != nil {
 			add(fmt.Sprintf("static[%d]", i), "%v", err)
 		}
 	}
@@ -301,7 +275,7 @@ func (c *Config) Validate() []error {
 		case k.Kubeconfig != "" && (k.APIServer != "" || k.TokenFile != "" || k.CAFile != ""):
 			add("kubernetes.kubeconfig", "set either kubeconfig or api_server, token_file and ca_file, not both")
 		case k.Kubeconfig == "":
-			if err := checkRootURL(k.APIServer); err != nil {
+			if _, err := parseRootURL(k.APIServer); err != nil {
 				add("kubernetes.api_server", "%v", err)
 			}
 			if k.Context != "" {
@@ -327,7 +301,7 @@ func (c *Config) Validate() []error {
 		}
 	}
 	for i, s := range c.YARN {
-		if err := checkRootURL(s.URL); err != nil {
+		if _, err := parseRootURL(s.URL); err != nil {
 			add(fmt.Sprintf("yarn[%d].url", i), "%v", err)
 		}
 	}
@@ -345,7 +319,7 @@ func (c *Config) Validate() []error {
 			}
 			seen[h.Name] = i
 		}
-		if err := checkRootURL(h.URL); err != nil {
+		if _, err := parseRootURL(h.URL); err != nil {
 			add(key+".url", "%v", err)
 		}
 	}
@@ -405,36 +379,4 @@ func checkHost(h string) error {
 		return fmt.Errorf("%q is not a host name or IP address", h)
 	}
 	return nil
-}
-
-// checkRootURL accepts absolute http(s) URLs without credentials, query or
-// fragment.
-func checkRootURL(s string) error {
-	u, err := url.Parse(s)
-	if err != nil {
-		return fmt.Errorf("%q is not a URL: %w", s, err)
-	}
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return fmt.Errorf("%q: scheme must be http or https", s)
-	case u.Host == "" || u.Hostname() == "":
-		return fmt.Errorf("%q has no host", s)
-	case u.User != nil:
-		return fmt.Errorf("%q must not carry credentials", s)
-	case u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
-		return fmt.Errorf("%q must not have a query or fragment", s)
-	}
-	return nil
-}
-
-// parseRootURL parses a URL accepted by checkRootURL and drops a trailing
-// slash so paths can be appended.
-func parseRootURL(s string) (*url.URL, error) {
-	if err := checkRootURL(s); err != nil {
-		return nil, err
-	}
-	u, _ := url.Parse(s)
-	u.Path = strings.TrimRight(u.Path, "/")
-	u.RawPath = ""
-	return u, nil
 }

@@ -38,7 +38,7 @@ discovery:
 	if errs := c.Validate(); len(errs) != 0 {
 		t.Fatalf("Validate() = %v; want no errors", errs)
 	}
-	if time.Duration(c.Interval) != 2*time.Second || time.Duration(c.EndedRetention) != time.Hour {
+	if c.Interval != 2*time.Second || c.EndedRetention != time.Hour {
 		t.Errorf("durations = %s, %s; want 2s, 1h", c.Interval, c.EndedRetention)
 	}
 	if c.Logs[0].Host != DefaultLogHost {
@@ -56,15 +56,17 @@ discovery:
 func TestConfigDurationBad(t *testing.T) {
 	t.Parallel()
 	var c Config
-	if err := yaml.Unmarshal([]byte("interval: 5 parsecs"), &c); err == nil {
-		t.Errorf("Unmarshal(interval: 5 parsecs) = nil error; want error")
+	for _, bad := range []string{"interval: 5 parsecs", "interval: 5", "ended_retention: [1h]"} {
+		if err := yaml.Unmarshal([]byte(bad), &c); err == nil {
+			t.Errorf("Unmarshal(%s) = nil error; want error", bad)
+		}
 	}
 }
 
 func TestConfigValidate(t *testing.T) {
 	t.Parallel()
 	c := Config{
-		Interval: Duration(time.Millisecond),
+		Interval: time.Duration(time.Millisecond),
 		Logs:     []LogSource{{Paths: []string{"[bad"}, Host: "http://x"}},
 		Probe:    []ProbeSource{{Hosts: []string{"h"}, Ports: "40x0"}, {Ports: "5-4"}},
 		Static:   []string{"ftp://x", "http://u:p@h:1"},

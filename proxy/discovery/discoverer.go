@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"context"
+	"math/rand/v2"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ const (
 	backoffMax    = 5 * time.Minute
 	envRetryFirst = 250 * time.Millisecond // first wait before reading an environment again
 	envRetryMax   = 30 * time.Second       // longest wait between environment reads
+	publishEvery  = 50 * time.Millisecond  // longest a change waits for a busy event queue
 )
 
 // envRetryDelay is the wait after the n-th (1-based) failed read of a live
@@ -66,6 +68,8 @@ type Discoverer struct {
 	pending     int // verifications in flight
 	graceTimer  bool
 	dirty       bool
+	histStale   bool    // the history-only apps must be rebuilt at the next publish
+	histSet     *appSet // the history-only apps of the last publish
 	lastPublish time.Time
 }
 
@@ -94,10 +98,13 @@ type liveApp struct {
 	key      string // target key of the URL the app answers at
 	fails    int
 	checking bool
-	foundAt  time.Time
-	envBusy  bool // an environment read is in flight
-	envKnown bool // app.ACLProps and app.ProxyBase come from the environment
-	envFails int  // environment reads failed in a row
+	// nextCheck is when the next liveness check is due; zero: not yet
+	// scheduled.
+	nextCheck time.Time
+	foundAt   time.Time
+	envBusy   bool // an environment read is in flight
+	envKnown  bool // app.ACLProps and app.ProxyBase come from the environment
+	envFails  int  // environment reads failed in a row
 }
 
 // New builds a Discoverer from a validated configuration. Sources that
@@ -128,7 +135,7 @@ func New(cfg Config, reg *Registry, logger *zap.Logger) *Discoverer {
 	if len(cfg.Static) > 0 {
 		var s staticSource
 		for _, raw := range cfg.Static {
-			if u, err := parseCandidateURL(raw); err == nil {
+			if u, err := parseRootURL(raw); err == nil {
 				s = append(s, u)
 			} else {
 				logger.Error("skipping static url", zap.String("url", raw), zap.Error(err))
@@ -166,7 +173,7 @@ func New(cfg Config, reg *Registry, logger *zap.Logger) *Discoverer {
 		}
 	}
 	for _, h := range cfg.History {
-		if hs, err := newHistorySource(h, d.c, time.Duration(cfg.Interval)); err == nil {
+		if hs, err := newHistorySource(h, d.c, cfg.Interval); err == nil {
 			d.hist = append(d.hist, hs)
 		} else {
 			logger.Error("skipping history server", zap.String("history", h.Name), zap.Error(err))
@@ -208,7 +215,7 @@ func (d *Discoverer) Run(ctx context.Context) error {
 		d.logsDone = true
 	}
 	d.startPushes(ctx, &workers)
-	interval := time.Duration(d.cfg.Interval)
+	interval := d.cfg.Interval
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	d.round()
@@ -226,7 +233,10 @@ func (d *Discoverer) Run(ctx context.Context) error {
 			f()
 		}
 		d.maybeReady()
-		if d.dirty {
+		// Results arriving together (500 drivers verified at once) are
+		// published together: a snapshot when the queue is drained, or
+		// at least every publishEvery while it is not.
+		if d.dirty && (len(d.events) == 0 || d.now().Sub(d.lastPublish) >= publishEvery) {
 			d.publish()
 		}
 	}
@@ -276,11 +286,11 @@ func (d *Discoverer) round() {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					apps, err := h.poll(ctx)
+					apps, changed, err := h.poll(ctx)
 					if ctx.Err() == nil {
 						d.noteHealth("history server", h.name(), err)
 					}
-					if err != nil {
+					if err != nil || !changed {
 						return
 					}
 					res[i], ok[i] = apps, true
@@ -290,18 +300,77 @@ func (d *Discoverer) round() {
 			d.send(ctx, func() { d.onHistory(res, ok) })
 		}()
 	}
-	for id, a := range d.apps {
-		if a.app.State == Running {
-			d.checkApp(id, false)
-		}
-	}
+	d.checkDue()
 	// Log candidates stay offered while their file names them.
 	for _, cs := range d.logCands {
 		for _, c := range cs {
 			d.offer(c)
 		}
 	}
-	d.dirty = true // retention and LastSeen move with time
+	d.expire()
+}
+
+// checkDue starts the liveness checks that are due.
+func (d *Discoverer) checkDue() {
+	for _, id := range d.dueChecks() {
+		d.checkApp(id, false)
+	}
+}
+
+// dueChecks lists the running apps whose liveness check is due and
+// schedules their next. Each running app is checked once per checkPeriod,
+// at its own phase, so a round starts about checksPerRound checks however
+// many drivers run; an app whose last check failed is due the next round.
+func (d *Discoverer) dueChecks() []string {
+	now := d.now()
+	interval := d.cfg.Interval
+	running := 0
+	for _, a := range d.apps {
+		if a.app.State == Running {
+			running++
+		}
+	}
+	period := checkPeriod(running, interval)
+	var due []string
+	for id, a := range d.apps {
+		if a.app.State != Running || a.checking {
+			continue
+		}
+		if a.nextCheck.IsZero() && period > interval {
+			// Spread the apps found together over the period.
+			a.nextCheck = now.Add(rand.N(period)) //nolint:gosec // G404: a phase to spread checks, not a secret
+		}
+		// Half an interval of slack: a round that ticks a little early
+		// must not push the check a whole period back.
+		if now.Add(interval / 2).Before(a.nextCheck) {
+			continue
+		}
+		a.nextCheck = now.Add(period)
+		due = append(due, id)
+	}
+	return due
+}
+
+// checksPerRound is about how many liveness checks one round starts.
+const checksPerRound = 100
+
+// checkPeriod is how often each of running live apps is checked: every
+// interval up to checksPerRound apps, less often beyond.
+func checkPeriod(running int, interval time.Duration) time.Duration {
+	return time.Duration(max(1, (running+checksPerRound-1)/checksPerRound)) * interval
+}
+
+// expire forgets the ended apps that no History Server knows once their
+// retention has passed.
+func (d *Discoverer) expire() {
+	now := d.now()
+	retention := d.cfg.EndedRetention
+	for id, a := range d.apps {
+		if a.app.State == Ended && len(d.histByID[id]) == 0 && now.Sub(a.app.EndTime) > retention {
+			delete(d.apps, id)
+			d.dirty = true
+		}
+	}
 }
 
 func (d *Discoverer) onPolled(res [][]candidate) {
@@ -313,7 +382,7 @@ func (d *Discoverer) onPolled(res [][]candidate) {
 			d.offer(c)
 		}
 	}
-	idle := time.Duration(targetIdle) * time.Duration(d.cfg.Interval)
+	idle := time.Duration(targetIdle) * d.cfg.Interval
 	for k, t := range d.targets {
 		if t.appID == "" && !t.verifying && now.Sub(t.lastOffer) > idle {
 			delete(d.targets, k)
@@ -324,13 +393,18 @@ func (d *Discoverer) onPolled(res [][]candidate) {
 func (d *Discoverer) onHistory(res [][]historyApp, ok []bool) {
 	d.histBusy = false
 	d.histDone = true
+	changed := false
 	for i, h := range d.hist {
-		if ok[i] { // keep the last good list while a server is down
+		if i < len(ok) && i < len(res) && ok[i] { // keep the last good list while a server is down or unchanged
 			d.histApps[h.cfg.Name] = res[i]
+			changed = true
 		}
 	}
+	if !changed {
+		return // every list as it was
+	}
 	d.reconcileHistory()
-	d.dirty = true
+	d.dirty, d.histStale = true, true
 }
 
 func (d *Discoverer) maybeReady() {
@@ -345,60 +419,67 @@ func (d *Discoverer) maybeReady() {
 		// Do not let a driver stuck on its start-up page hold readiness.
 		d.graceTimer = true
 		ctx := d.ctx
-		time.AfterFunc(2*time.Duration(d.cfg.Interval), func() {
+		time.AfterFunc(2*d.cfg.Interval, func() {
 			d.send(ctx, func() { d.ready.Store(true) })
 		})
 	}
 }
 
-// publish builds a snapshot of live, ended and history-only apps.
+// publish builds a snapshot of live, ended and history-only apps. The
+// history-only part is rebuilt only when a History Server's list, its ACLs
+// or the cluster's annotations changed (histStale); otherwise a publish
+// costs the apps found on drivers.
 func (d *Discoverer) publish() {
 	d.dirty = false
-	now := d.now()
-	refs := map[string][]HistoryRef{}
-	first := map[string]*historyApp{}
-	for _, h := range d.hist {
-		list := d.histApps[h.cfg.Name]
-		for i := range list {
-			ha := &list[i]
-			refs[ha.ID] = append(refs[ha.ID], ha.Ref)
-			if first[ha.ID] == nil {
-				first[ha.ID] = ha
+	if d.histStale || d.histSet == nil {
+		d.histStale = false
+		var hist []*App
+		for _, h := range d.hist {
+			list := d.histApps[h.cfg.Name]
+			for i := range list {
+				ha := &list[i]
+				if d.histByID[ha.ID][0] != ha {
+					continue // the first History Server's record stands
+				}
+				a := &App{
+					ID: ha.ID, Name: ha.Name, User: ha.User, AttemptID: ha.AttemptID,
+					SparkVersion: ha.SparkVersion, StartTime: ha.Start, EndTime: ha.End,
+					State: Ended, Source: "history:" + ha.Ref.Server,
+					ACLProps: ha.Ref.ACLProps, History: d.histRefs(ha.ID),
+				}
+				d.annotate(a)
+				hist = append(hist, a)
 			}
 		}
+		d.histSet = newAppSet(hist)
 	}
-	apps := make([]*App, 0, len(d.apps)+len(first))
-	retention := time.Duration(d.cfg.EndedRetention)
+	own := make([]*App, 0, len(d.apps))
 	for id, a := range d.apps {
-		if a.app.State == Ended && len(refs[id]) == 0 && now.Sub(a.app.EndTime) > retention {
-			delete(d.apps, id)
-			continue
-		}
-		if a.app.State == Ended && first[id] != nil {
+		if a.app.State == Ended && len(d.histByID[id]) > 0 {
 			// A finished app is what its History Server says it is,
 			// whatever its driver claimed while it ran.
 			continue
 		}
 		cp := a.app
-		cp.History = refs[id]
+		cp.History = d.histRefs(id)
 		d.annotate(&cp)
-		apps = append(apps, &cp)
+		own = append(own, &cp)
 	}
-	for id, ha := range first {
-		if a := d.apps[id]; a != nil && a.app.State == Running {
-			continue
-		}
-		ha := &App{
-			ID: id, Name: ha.Name, User: ha.User, AttemptID: ha.AttemptID,
-			SparkVersion: ha.SparkVersion, StartTime: ha.Start, EndTime: ha.End,
-			State: Ended, Source: "history:" + ha.Ref.Server,
-			ACLProps: ha.Ref.ACLProps, History: refs[id],
-		}
-		d.annotate(ha)
-		apps = append(apps, ha)
+	d.reg.Store(newSnapshot(newAppSet(own), d.histSet))
+	d.lastPublish = d.now()
+}
+
+// histRefs lists the History Servers that know an app, nil if none.
+func (d *Discoverer) histRefs(id string) []HistoryRef {
+	has := d.histByID[id]
+	if len(has) == 0 {
+		return nil
 	}
-	d.reg.Store(NewSnapshot(apps))
-	d.lastPublish = now
+	refs := make([]HistoryRef, len(has))
+	for i, ha := range has {
+		refs[i] = ha.Ref
+	}
+	return refs
 }
 
 func u2s(u *url.URL) string {

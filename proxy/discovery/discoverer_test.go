@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -36,7 +37,7 @@ func startDiscoverer(t *testing.T, cfg Config) (*Discoverer, *Registry) {
 	t.Helper()
 	reg := NewRegistry()
 	if cfg.Interval == 0 {
-		cfg.Interval = Duration(100 * time.Millisecond)
+		cfg.Interval = time.Duration(100 * time.Millisecond)
 	}
 	d := New(cfg, reg, zaptest.NewLogger(t))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -94,7 +95,7 @@ func TestDiscovererLogLineTriggersVerification(t *testing.T) {
 	logPath := filepath.Join(dir, "driver.log")
 	// Long interval: only the log line can make the app appear quickly.
 	_, reg := startDiscoverer(t, Config{
-		Interval: Duration(time.Hour),
+		Interval: time.Duration(time.Hour),
 		Logs:     []LogSource{{Paths: []string{filepath.Join(dir, "*.log")}, Host: "127.0.0.1"}},
 	})
 	port := drv.url().Port()
@@ -126,7 +127,7 @@ func TestDiscovererHistoryMergeAndRetention(t *testing.T) {
 	_, reg := startDiscoverer(t, Config{
 		Static:         []string{drv.srv.URL, other.srv.URL},
 		History:        []HistorySource{{Name: "hs", URL: hs.URL}},
-		EndedRetention: Duration(time.Nanosecond),
+		EndedRetention: time.Duration(time.Nanosecond),
 	})
 	waitFor(t, reg, "merged", func(s *Snapshot) bool {
 		a, ok := s.Lookup("local-1")
@@ -303,4 +304,47 @@ func TestDiscovererSourceHealth(t *testing.T) {
 		s, ok := health(yarn)
 		return ok && s.Up && s.LastError == "" && !s.LastSuccess.IsZero()
 	})
+}
+
+// TestLivenessChecksSpread: with many running drivers, a round checks about
+// checksPerRound of them and every driver is still checked once per
+// checkPeriod; with few, every driver every round; a failed check makes
+// its app due the next round.
+func TestLivenessChecksSpread(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{3, checksPerRound, 5 * checksPerRound} {
+		d := New(Config{Interval: time.Duration(time.Second)}, NewRegistry(), nil)
+		now := time.Unix(1000, 0)
+		d.now = func() time.Time { return now }
+		for i := range n {
+			id := fmt.Sprintf("app-%d", i)
+			d.apps[id] = &liveApp{app: App{ID: id, State: Running}}
+		}
+		period := checkPeriod(n, time.Second)
+		rounds := int(period/time.Second) * 4
+		checked := map[string]int{}
+		most := 0
+		for range rounds {
+			due := d.dueChecks()
+			most = max(most, len(due))
+			for _, id := range due {
+				checked[id]++
+			}
+			now = now.Add(time.Second)
+		}
+		if most > 2*checksPerRound {
+			t.Errorf("%d drivers: a round checked %d; want about %d at most", n, most, checksPerRound)
+		}
+		for i := range n {
+			if c := checked[fmt.Sprintf("app-%d", i)]; c < 3 || c > 5 {
+				t.Fatalf("%d drivers: app-%d checked %d times in %d rounds; want 4 (once per %s)", n, i, c, rounds, period)
+			}
+		}
+		// A failed check: due again the next round.
+		a := d.apps["app-0"]
+		a.nextCheck = now // as onChecked leaves it
+		if due := d.dueChecks(); !slices.Contains(due, "app-0") {
+			t.Errorf("%d drivers: after a failed check app-0 is not due the next round", n)
+		}
+	}
 }

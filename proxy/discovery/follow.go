@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -31,9 +32,9 @@ const (
 // the last one was stopped).
 type logCandidates struct {
 	path    string
-	urls    []string
-	stopped bool   // the change was a Stopped line
-	appHint string // the app id the log names, "" until its line; the driver must report it
+	urls    []*url.URL // checked by rootURL
+	stopped bool       // the change was a Stopped line
+	appHint string     // the app id the log names, "" until its line; the driver must report it
 }
 
 // fileState follows one path.
@@ -132,7 +133,7 @@ func (fl *follower) poll() []logCandidates {
 			st.changed = false
 			urls := st.candidates()
 			if !slices.Equal(urls, st.lastSent) || st.stopped {
-				out = append(out, logCandidates{path: p, urls: urls, stopped: st.stopped, appHint: st.appHint})
+				out = append(out, logCandidates{path: p, urls: rootURLs(urls), stopped: st.stopped, appHint: st.appHint})
 				st.lastSent = urls
 			}
 			st.stopped = false
@@ -354,6 +355,17 @@ func (st *fileState) candidates() []string {
 	}
 	add(hostURL(st.hostHint))
 	add(hostURL(st.src.Host))
+	return out
+}
+
+// rootURLs parses the URLs that pass rootURL and drops the others.
+func rootURLs(ss []string) []*url.URL {
+	var out []*url.URL
+	for _, s := range ss {
+		if u, err := parseRootURL(s); err == nil {
+			out = append(out, u)
+		}
+	}
 	return out
 }
 

@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,16 +32,24 @@ func appendFile(t *testing.T, path, s string) {
 	f.Close()
 }
 
+func urlStrings(us []*url.URL) []string {
+	var out []string
+	for _, u := range us {
+		out = append(out, u.String())
+	}
+	return out
+}
+
 // urlsOf returns the candidates for path after one poll.
 func urlsOf(fl *follower, path string) (urls []string, stopped, changed bool) {
 	for _, c := range fl.poll() {
 		if c.path == path {
-			return c.urls, c.stopped, true
+			return urlStrings(c.urls), c.stopped, true
 		}
 	}
 	for _, c := range fl.current() {
 		if c.path == path {
-			return c.urls, false, false
+			return urlStrings(c.urls), false, false
 		}
 	}
 	return nil, false, false
@@ -103,7 +112,7 @@ func TestFollowerRotation(t *testing.T) {
 	for _, c := range fl.poll() {
 		if c.path == p {
 			sawStop = sawStop || c.stopped
-			last = c.urls
+			last = urlStrings(c.urls)
 		}
 	}
 	if want := []string{"http://127.0.0.1:4050"}; !cmp.Equal(last, want) {
@@ -214,7 +223,7 @@ func (fl *follower) current() []logCandidates {
 	out := make([]logCandidates, 0, len(fl.files))
 	for p, st := range fl.files {
 		if len(st.lastSent) > 0 {
-			out = append(out, logCandidates{path: p, urls: st.lastSent, appHint: st.appHint})
+			out = append(out, logCandidates{path: p, urls: rootURLs(st.lastSent), appHint: st.appHint})
 		}
 	}
 	return out

@@ -69,7 +69,7 @@ func TestSourceOutageLoggedOnce(t *testing.T) {
 
 	core, logs := observer.New(zap.DebugLevel)
 	d := New(Config{
-		Interval: Duration(20 * time.Millisecond),
+		Interval: time.Duration(20 * time.Millisecond),
 		YARN:     []URLSource{{URL: rm.URL}},
 		History:  []HistorySource{{Name: "main", URL: gone.URL}},
 	}, NewRegistry(), zap.New(core))

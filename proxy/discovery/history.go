@@ -1,12 +1,16 @@
 package discovery
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"net/url"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -18,6 +22,11 @@ const (
 // historySource polls one History Server: its app list each interval, and
 // each app's environment (for the ACL properties) once per completed
 // attempt, or again when an incomplete attempt's lastUpdated moves.
+//
+// A poll costs what changed: an answer identical to the last one is
+// recognised by its hash and changes nothing (unless environment reads are
+// still owed), and in a changed answer only the entries whose bytes changed
+// are decoded.
 type historySource struct {
 	cfg  HistorySource
 	base *url.URL
@@ -28,6 +37,13 @@ type historySource struct {
 
 	mu  sync.Mutex // guards env: the environment reads run in parallel
 	env map[envKey]*envEntry
+
+	// Touched only by poll, which never runs twice at once.
+	seed    maphash.Seed
+	listSum uint64                // hash of the last list answer
+	entries map[uint64]historyApp // the last answer's entries by the hash of their bytes, ACLProps unset
+	last    []historyApp          // the last answer's entries in order, ACLProps unset
+	owed    bool                  // the last poll left environment reads to do
 }
 
 type envKey struct{ id, attempt string }
@@ -44,6 +60,7 @@ type historyApp struct {
 	ID, Name, User, AttemptID, SparkVersion string
 	Start, End                              time.Time
 	Ref                                     HistoryRef
+	lastUpdated                             int64 // the newest attempt's lastUpdatedEpoch
 }
 
 func newHistorySource(cfg HistorySource, c *client, interval time.Duration) (*historySource, error) {
@@ -51,18 +68,51 @@ func newHistorySource(cfg HistorySource, c *client, interval time.Duration) (*hi
 	if err != nil {
 		return nil, fmt.Errorf("history %s: %w", cfg.Name, err)
 	}
-	return &historySource{cfg: cfg, base: base, c: c, envBudget: max(2*interval, 10*time.Second), env: map[envKey]*envEntry{}}, nil
+	return &historySource{
+		cfg: cfg, base: base, c: c, envBudget: max(2*interval, 10*time.Second), env: map[envKey]*envEntry{},
+		seed: maphash.MakeSeed(), entries: map[uint64]historyApp{},
+	}, nil
 }
 
 func (h *historySource) name() string { return "history:" + h.cfg.Name }
 
-// poll lists every app (completed and running) the server has.
-func (h *historySource) poll(ctx context.Context) ([]historyApp, error) {
-	var apps []apiApp
-	if err := h.c.getJSON(ctx, h.base, "api/v1/applications", listBodyMax, &apps); err != nil {
-		return nil, fmt.Errorf("listing %s: %w", h.name(), err)
+// poll lists every app (completed and running) the server has. changed is
+// false, and apps nil, when the list and every app's ACLs are as the last
+// poll returned them.
+func (h *historySource) poll(ctx context.Context) (apps []historyApp, changed bool, err error) {
+	body, u, err := h.c.getBody(ctx, h.base, "api/v1/applications", listBodyMax)
+	if err != nil {
+		return nil, false, fmt.Errorf("listing %s: %w", h.name(), err)
 	}
-	out := make([]historyApp, 0, len(apps))
+	sum := maphash.Bytes(h.seed, body)
+	same := h.last != nil && sum == h.listSum
+	if same && !h.owed {
+		return nil, false, nil
+	}
+	var out []historyApp
+	if same {
+		out = slices.Clone(h.last) // only environment reads are owed
+	} else {
+		raw, err := splitArray(body)
+		if err != nil {
+			return nil, false, fmt.Errorf("listing %s: %s: decoding: %w: %w", h.name(), u.Redacted(), errNotDriver, err)
+		}
+		out = make([]historyApp, 0, len(raw))
+		entries := make(map[uint64]historyApp, len(raw))
+		for _, r := range raw {
+			k := maphash.Bytes(h.seed, r)
+			ha, ok := h.entries[k]
+			if !ok {
+				if ha, ok = h.decode(r); !ok {
+					continue
+				}
+			}
+			entries[k] = ha
+			out = append(out, ha)
+		}
+		h.listSum, h.entries, h.last = sum, entries, slices.Clone(out)
+	}
+
 	type job struct {
 		key         envKey
 		completed   bool
@@ -70,52 +120,21 @@ func (h *historySource) poll(ctx context.Context) ([]historyApp, error) {
 		idx         int
 	}
 	var jobs []job
-	live := make(map[envKey]bool, len(apps))
+	live := make(map[envKey]bool, len(out))
 	now := time.Now()
 	h.mu.Lock()
-	for _, a := range apps {
-		if !validAppIDHint(a.ID) || len(a.Attempts) == 0 {
-			continue
-		}
-		atts := slices.Clone(a.Attempts)
-		slices.SortStableFunc(atts, func(x, y apiAttempt) int {
-			switch {
-			case x.StartTimeEpoch > y.StartTimeEpoch:
-				return -1
-			case x.StartTimeEpoch < y.StartTimeEpoch:
-				return 1
-			}
-			return 0
-		})
-		newest := atts[0]
-		ha := historyApp{
-			ID: a.ID, Name: a.Name, User: newest.SparkUser, AttemptID: newest.AttemptID,
-			SparkVersion: newest.AppSparkVersion,
-			Ref: HistoryRef{
-				Server: h.cfg.Name, BaseURL: h.base, Completed: newest.Completed, User: newest.SparkUser,
-				ACLsEnable: h.cfg.ACLsEnable, AdminACLs: h.cfg.AdminACLs, AdminACLsGroups: h.cfg.AdminACLsGroups,
-			},
-		}
-		if newest.StartTimeEpoch > 0 {
-			ha.Start = time.UnixMilli(newest.StartTimeEpoch)
-		}
-		if newest.EndTimeEpoch > 0 {
-			ha.End = time.UnixMilli(newest.EndTimeEpoch)
-		}
-		for _, at := range atts {
-			ha.Ref.Attempts = append(ha.Ref.Attempts, at.AttemptID)
-		}
-		key := envKey{a.ID, newest.AttemptID}
+	for i := range out {
+		ha := &out[i]
+		key := envKey{ha.ID, ha.AttemptID}
 		live[key] = true
 		e := h.env[key]
-		fresh := e != nil && e.acl != nil && (e.completed || e.lastUpdated == newest.LastUpdatedEpoch)
+		fresh := h.fresh(key, ha.lastUpdated)
 		if e != nil && e.acl != nil {
 			ha.Ref.ACLProps = e.acl // the last known value until a refetch lands
 		}
 		if !fresh && (e == nil || e.failedAt.IsZero() || now.Sub(e.failedAt) > historyEnvRetry) {
-			jobs = append(jobs, job{key, newest.Completed, newest.LastUpdatedEpoch, len(out)})
+			jobs = append(jobs, job{key, ha.Ref.Completed, ha.lastUpdated, i})
 		}
-		out = append(out, ha)
 	}
 	for k := range h.env {
 		if !live[k] {
@@ -128,7 +147,10 @@ func (h *historySource) poll(ctx context.Context) ([]historyApp, error) {
 	defer cancel()
 	sem := make(chan struct{}, historyEnvParallel)
 	var wg sync.WaitGroup
+	var read atomic.Int64
+	yieldUntil := time.Now().Add(h.envBudget / 4)
 	for _, j := range jobs {
+		h.giveWay(ectx, yieldUntil)
 		select {
 		case sem <- struct{}{}:
 		case <-ectx.Done():
@@ -154,10 +176,78 @@ func (h *historySource) poll(ctx context.Context) ([]historyApp, error) {
 			}
 			h.env[j.key] = &envEntry{completed: j.completed, lastUpdated: j.lastUpdated, acl: acl}
 			out[j.idx].Ref.ACLProps = acl
+			read.Add(1)
 		}()
 	}
 	wg.Wait()
-	return out, nil
+	h.mu.Lock()
+	h.owed = false
+	for i := range out {
+		if !h.fresh(envKey{out[i].ID, out[i].AttemptID}, out[i].lastUpdated) {
+			h.owed = true
+			break
+		}
+	}
+	h.mu.Unlock()
+	if same && read.Load() == 0 {
+		return nil, false, nil
+	}
+	return out, true, nil
+}
+
+// giveWay waits, until the deadline at most, while requests to drivers
+// are in flight: reading the ACLs of finished apps gives way to verifying
+// live drivers (500 found at once beside a backlog of 10,000 event logs).
+func (h *historySource) giveWay(ctx context.Context, deadline time.Time) {
+	for len(h.c.drivers)+len(h.c.envs) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// decode reads one entry of the app list; ok is false for an entry that is
+// not an app with a valid id and at least one attempt.
+func (h *historySource) decode(raw []byte) (historyApp, bool) {
+	var a apiApp
+	if json.Unmarshal(raw, &a) != nil || !validAppIDHint(a.ID) || len(a.Attempts) == 0 {
+		return historyApp{}, false
+	}
+	atts := slices.Clone(a.Attempts)
+	slices.SortStableFunc(atts, func(x, y apiAttempt) int {
+		switch {
+		case x.StartTimeEpoch > y.StartTimeEpoch:
+			return -1
+		case x.StartTimeEpoch < y.StartTimeEpoch:
+			return 1
+		}
+		return 0
+	})
+	newest := atts[0]
+	ha := historyApp{
+		ID: a.ID, Name: a.Name, User: newest.SparkUser, AttemptID: newest.AttemptID,
+		SparkVersion: newest.AppSparkVersion, lastUpdated: newest.LastUpdatedEpoch,
+		Ref: HistoryRef{
+			Server: h.cfg.Name, BaseURL: h.base, Completed: newest.Completed, User: newest.SparkUser,
+			ACLsEnable: h.cfg.ACLsEnable, AdminACLs: h.cfg.AdminACLs, AdminACLsGroups: h.cfg.AdminACLsGroups,
+		},
+	}
+	if newest.StartTimeEpoch > 0 {
+		ha.Start = time.UnixMilli(newest.StartTimeEpoch)
+	}
+	if newest.EndTimeEpoch > 0 {
+		ha.End = time.UnixMilli(newest.EndTimeEpoch)
+	}
+	ha.Ref.Attempts = make([]string, len(atts))
+	for i, at := range atts {
+		ha.Ref.Attempts[i] = at.AttemptID
+	}
+	return ha, true
+}
+
+// fresh reports whether the cached ACLs of key are current for an attempt
+// last updated at lastUpdated; h.mu must be held.
+func (h *historySource) fresh(k envKey, lastUpdated int64) bool {
+	e := h.env[k]
+	return e != nil && e.acl != nil && (e.completed || e.lastUpdated == lastUpdated)
 }
 
 // aclOf returns the cached ACLs of key; h.mu must be held.
@@ -185,4 +275,49 @@ func (h *historySource) fetchACLs(ctx context.Context, id, attempt string, compl
 	h.env[envKey{id, attempt}] = &envEntry{completed: completed, acl: acl}
 	h.mu.Unlock()
 	return acl, nil
+}
+
+// splitArray splits a JSON array into its elements' bytes without decoding
+// them: a changed list costs one pass over its bytes, and only the elements
+// not seen before are decoded (each by json.Unmarshal, which rejects the
+// malformed).
+func splitArray(b []byte) ([][]byte, error) {
+	b = bytes.TrimSpace(b)
+	if len(b) < 2 || b[0] != '[' || b[len(b)-1] != ']' {
+		return nil, errors.New("not a JSON array")
+	}
+	var out [][]byte
+	depth, start, inStr, esc := 0, 1, false, false
+	for i := 1; i < len(b)-1; i++ {
+		c := b[i]
+		switch {
+		case inStr:
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr = false
+			}
+		case c == '"':
+			inStr = true
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			if depth--; depth < 0 {
+				return nil, errors.New("unbalanced JSON array")
+			}
+		case c == ',' && depth == 0:
+			out = append(out, bytes.TrimSpace(b[start:i]))
+			start = i + 1
+		}
+	}
+	if inStr || depth != 0 {
+		return nil, errors.New("unbalanced JSON array")
+	}
+	if last := bytes.TrimSpace(b[start : len(b)-1]); len(last) > 0 || len(out) > 0 {
+		out = append(out, last)
+	}
+	return out, nil
 }

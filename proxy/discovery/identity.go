@@ -3,7 +3,6 @@ package discovery
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"go.uber.org/zap"
 )
@@ -47,7 +46,7 @@ func (d *Discoverer) claimConflict(t *target, info driverInfo) string {
 // refuseClaim records a refused claim at t and backs off from t.
 func (d *Discoverer) refuseClaim(t *target, id, user, reason string) {
 	t.fails++
-	t.retryAt = d.now().Add(claimBackoff * time.Duration(d.cfg.Interval))
+	t.retryAt = d.now().Add(claimBackoff * d.cfg.Interval)
 	if t.appID == id {
 		t.appID = ""
 	}
@@ -170,7 +169,7 @@ func (d *Discoverer) onHistoryACLs(key, server, id string, acl map[string]string
 	for _, ha := range d.histByID[id] {
 		if ha.Ref.Server == server && ha.Ref.ACLProps == nil {
 			ha.Ref.ACLProps = acl
-			d.dirty = true
+			d.dirty, d.histStale = true, true
 		}
 	}
 }

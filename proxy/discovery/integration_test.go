@@ -61,7 +61,7 @@ func TestIntegrationRealDriver(t *testing.T) {
 
 	reg := NewRegistry()
 	d := New(Config{
-		Interval: Duration(time.Hour), // only the log may find it
+		Interval: time.Duration(time.Hour), // only the log may find it
 		Logs:     []LogSource{{Paths: []string{logPath}, Host: "127.0.0.1"}},
 	}, reg, zaptest.NewLogger(t))
 	ctx, cancel := context.WithCancel(context.Background())

@@ -313,8 +313,12 @@ func podURL(p *corev1.Pod) (candidate, bool) {
 	if port == 0 {
 		return candidate{}, false
 	}
+	u, err := rootURL(&url.URL{Scheme: "http", Host: net.JoinHostPort(ip.String(), strconv.Itoa(port))})
+	if err != nil {
+		return candidate{}, false
+	}
 	return candidate{
-		url:    &url.URL{Scheme: "http", Host: net.JoinHostPort(ip.String(), strconv.Itoa(port))},
+		url:    u,
 		source: "kubernetes:" + p.Namespace + "/" + p.Name,
 		appID:  p.Labels[labelAppID],
 	}, true
@@ -518,6 +522,7 @@ func (d *Discoverer) startPushes(ctx context.Context, workers *sync.WaitGroup) {
 func (d *Discoverer) onPushed(p pushed) {
 	d.dirty = true
 	if p.c.url == nil {
+		d.histStale = true // news of a SparkApplication may annotate history apps
 		return
 	}
 	key := p.c.key()

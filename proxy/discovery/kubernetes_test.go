@@ -198,7 +198,7 @@ func TestDiscovererKubernetes(t *testing.T) {
 	_, portS, _ := net.SplitHostPort(drv.url().Host)
 	port, _ := strconv.Atoi(portS)
 	reg := NewRegistry()
-	d := New(Config{Interval: Duration(time.Hour), Kubernetes: &KubernetesSource{APIServer: "http://127.0.0.1:1"}}, reg, zaptest.NewLogger(t))
+	d := New(Config{Interval: time.Duration(time.Hour), Kubernetes: &KubernetesSource{APIServer: "http://127.0.0.1:1"}}, reg, zaptest.NewLogger(t))
 	if d.kube == nil {
 		t.Fatal("no kubernetes source")
 	}

@@ -65,10 +65,10 @@ func (d *Discoverer) onVerified(t *target, info driverInfo, err error) {
 		switch {
 		case errors.As(err, &ue):
 			t.fails++
-			t.retryAt = now.Add(min(time.Duration(d.cfg.Interval)<<min(t.fails-1, 10), backoffMax) - time.Millisecond)
+			t.retryAt = now.Add(min(d.cfg.Interval<<min(t.fails-1, 10), backoffMax) - time.Millisecond)
 		default:
 			t.fails++
-			t.retryAt = now.Add(12 * time.Duration(d.cfg.Interval))
+			t.retryAt = now.Add(12 * d.cfg.Interval)
 		}
 		log := d.log.Debug
 		if errors.Is(err, errNotAllowed) && t.fails == 1 {
@@ -178,9 +178,10 @@ func (d *Discoverer) onChecked(id string, a *liveApp, got apiApp, err error, sus
 		return
 	}
 	if err == nil && got.ID == id && attemptUser(got) == a.app.User {
+		// LastSeen reaches the registry with the next change: a check
+		// that changes nothing else publishes nothing.
 		a.fails = 0
 		a.app.LastSeen = d.now()
-		d.dirty = true
 		return
 	}
 	if err == nil {
@@ -192,6 +193,7 @@ func (d *Discoverer) onChecked(id string, a *liveApp, got apiApp, err error, sus
 		return
 	}
 	a.fails++
+	a.nextCheck = d.now() // again next round
 	var ue *unreachableError
 	refused := errors.As(err, &ue) && ue.refused
 	if a.fails >= 2 || (suspect && refused) {

@@ -162,7 +162,7 @@ func FuzzParseLine(f *testing.F) {
 				t.Fatalf("ParseLine(%q) = %+v: bad port event", line, ev)
 			}
 		case EventUIURL, EventUIStopped:
-			if _, err := parseCandidateURL(ev.URL); err != nil {
+			if _, err := parseRootURL(ev.URL); err != nil {
 				t.Fatalf("ParseLine(%q) URL %q does not parse as a UI URL: %v", line, ev.URL, err)
 			}
 		case EventAppID:

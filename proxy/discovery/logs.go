@@ -39,11 +39,7 @@ func (d *Discoverer) onLogs(changes []logCandidates, at time.Time, first bool) {
 	for _, ch := range changes {
 		prev := d.logCands[ch.path]
 		var cs []candidate
-		for _, raw := range ch.urls {
-			u, err := parseCandidateURL(raw)
-			if err != nil {
-				continue
-			}
+		for _, u := range ch.urls {
 			cs = append(cs, candidate{url: u, source: "log:" + ch.path, appID: ch.appHint})
 		}
 		if len(cs) == 0 {

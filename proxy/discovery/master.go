@@ -98,7 +98,7 @@ func (m *masterSource) appUI(ctx context.Context, id string) (*url.URL, error) {
 	if err != nil {
 		return nil, fmt.Errorf("app page %s: link %q: %w", page.Redacted(), href, err)
 	}
-	return parseCandidateURL(m.base.ResolveReference(ref).String())
+	return rootURL(m.base.ResolveReference(ref))
 }
 
 // detailUILink finds <a href=…>Application Detail UI</a> (ApplicationPage

@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/url"
 	"strconv"
@@ -17,7 +18,8 @@ const (
 // probeSource dials configured host×port pairs; open ports become
 // candidates (verification decides whether a driver UI is behind them).
 type probeSource struct {
-	targets []string // host:port
+	targets []string   // host:port
+	urls    []*url.URL // http://host:port of each target, checked by rootURL
 	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
@@ -30,7 +32,12 @@ func newProbeSource(cfgs []ProbeSource) (*probeSource, error) {
 		}
 		for _, h := range c.Hosts {
 			for _, port := range ports {
-				p.targets = append(p.targets, net.JoinHostPort(h, strconv.Itoa(port)))
+				hp := net.JoinHostPort(h, strconv.Itoa(port))
+				u, err := rootURL(&url.URL{Scheme: "http", Host: hp})
+				if err != nil {
+					return nil, fmt.Errorf("probe %s: %w", hp, err)
+				}
+				p.targets, p.urls = append(p.targets, hp), append(p.urls, u)
 			}
 		}
 	}
@@ -61,7 +68,7 @@ func (p *probeSource) candidates(ctx context.Context) ([]candidate, error) {
 	for i, ok := range open {
 		if ok {
 			out = append(out, candidate{
-				url:    &url.URL{Scheme: "http", Host: p.targets[i]},
+				url:    p.urls[i],
 				source: "probe:" + p.targets[i],
 			})
 		}

@@ -73,19 +73,37 @@ func (s staticSource) candidates(context.Context) ([]candidate, error) {
 	return out, nil
 }
 
-// parseCandidateURL parses a URL found by a source (log line, master page,
-// RM answer) as a UI root: http(s), a host, no credentials, query or
-// fragment, no trailing slash.
-func parseCandidateURL(s string) (*url.URL, error) {
+// rootURL is the one check of every URL discovery dials: the configured
+// roots (History Servers, masters, ResourceManagers, static UIs, the
+// Kubernetes API server) and every candidate a source finds (log lines,
+// master pages, RM answers, probes, pods). It accepts an absolute http(s)
+// URL with a host and no credentials, query or fragment, and returns a copy
+// without trailing slashes, ready for JoinPath. A candidate is carried as
+// this *url.URL from its source to the registry (App.UIURL).
+func rootURL(u *url.URL) (*url.URL, error) {
+	s := u.Redacted()
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, fmt.Errorf("%q: scheme must be http or https", s)
+	case u.Opaque != "" || u.Host == "" || u.Hostname() == "":
+		return nil, fmt.Errorf("%q has no host", s)
+	case u.User != nil:
+		return nil, fmt.Errorf("%q must not carry credentials", s)
+	case u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
+		return nil, fmt.Errorf("%q must not have a query or fragment", s)
+	}
+	c := *u
+	c.Path = strings.TrimRight(c.Path, "/")
+	c.RawPath = ""
+	return &c, nil
+}
+
+// parseRootURL parses s, surrounding spaces ignored, and checks it with
+// rootURL.
+func parseRootURL(s string) (*url.URL, error) {
 	u, err := url.Parse(strings.TrimSpace(s))
 	if err != nil {
-		return nil, fmt.Errorf("parsing UI URL: %w", err)
+		return nil, fmt.Errorf("%q is not a URL: %w", s, err)
 	}
-	u.RawQuery, u.Fragment, u.ForceQuery = "", "", false
-	if err := checkRootURL(u.String()); err != nil {
-		return nil, err
-	}
-	u.Path = strings.TrimRight(u.Path, "/")
-	u.RawPath = ""
-	return u, nil
+	return rootURL(u)
 }

@@ -163,11 +163,11 @@ func TestHistorySource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	apps, err := h.poll(context.Background())
+	apps, changed, err := h.poll(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(apps) != 2 {
+	if len(apps) != 2 || !changed {
 		t.Fatalf("poll() = %d apps; want 2", len(apps))
 	}
 	y := apps[0]
@@ -180,9 +180,15 @@ func TestHistorySource(t *testing.T) {
 	if !cmp.Equal(apps[1].Ref.Attempts, []string{""}) || apps[1].Ref.Completed {
 		t.Errorf("running app ref = %+v", apps[1].Ref)
 	}
-	h.poll(context.Background())
+	// The same answer again changes nothing and reads nothing.
+	if again, changed, err := h.poll(context.Background()); err != nil || changed || again != nil {
+		t.Errorf("second poll = %d apps, changed %t, %v; want nothing changed", len(again), changed, err)
+	}
 	lastUpdated = 200
-	h.poll(context.Background())
+	moved, changed, err := h.poll(context.Background())
+	if err != nil || !changed || len(moved) != 2 || moved[0].Ref.ACLProps["spark.admin.acls"] != "carol" {
+		t.Errorf("poll after lastUpdated moved = %+v, changed %t, %v; want both apps with their ACLs", moved, changed, err)
+	}
 	want := map[string]int{
 		"/api/v1/applications/application_1_0001/2/environment": 1, // completed: once
 		"/api/v1/applications/local-1/environment":              2, // incomplete: again when lastUpdated moved

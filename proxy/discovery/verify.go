@@ -125,13 +125,35 @@ type driverInfo struct {
 // client makes the bounded outbound calls. Its zero value is not usable.
 type client struct {
 	hc *http.Client
+	// drivers and envs bound the requests to drivers in flight at once
+	// (app lists; environments, which are larger and may wait), so 500
+	// drivers found together are asked in parallel but not all at once.
+	drivers, envs chan struct{}
+}
+
+// driverParallel and envParallel are how many app list and environment
+// requests to drivers may be in flight at once.
+const (
+	driverParallel = 32
+	envParallel    = 8
+)
+
+// toDriver waits for a slot of sem for one request to a driver; done frees
+// it.
+func toDriver(ctx context.Context, sem chan struct{}) (done func(), err error) {
+	select {
+	case sem <- struct{}{}:
+		return func() { <-sem }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 func newClient(tr http.RoundTripper) *client {
 	if tr == nil {
 		tr = newTransport()
 	}
-	return &client{hc: &http.Client{
+	return &client{drivers: make(chan struct{}, driverParallel), envs: make(chan struct{}, envParallel), hc: &http.Client{
 		Transport: tr,
 		// Drivers answer the API directly; a redirect means a proxy or
 		// filter in the way (YARN's AmIpFilter, a login page), which is
@@ -155,6 +177,20 @@ func newTransport() *http.Transport {
 
 // getJSON fetches base+p (p may end in ?query) and decodes JSON into v, reading at most limit bytes.
 func (c *client) getJSON(ctx context.Context, base *url.URL, p string, limit int64, v any) error {
+	body, u, err := c.getBody(ctx, base, p, limit)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("%s: decoding: %w: %w", u.Redacted(), errNotDriver, err)
+	}
+	return nil
+}
+
+// getBody fetches base+p (p may end in ?query), reading at most limit
+// bytes, and returns the body, trimmed, when it is a 200 answer that starts
+// like JSON. It also returns the URL asked, for error messages.
+func (c *client) getBody(ctx context.Context, base *url.URL, p string, limit int64) ([]byte, *url.URL, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	p, query, _ := strings.Cut(p, "?")
@@ -162,24 +198,24 @@ func (c *client) getJSON(ctx context.Context, base *url.URL, p string, limit int
 	u.RawQuery = query
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return fmt.Errorf("building request: %w", err)
+		return nil, u, fmt.Errorf("building request: %w", err)
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return &unreachableError{refused: errors.Is(err, syscall.ECONNREFUSED), err: err}
+		return nil, u, &unreachableError{refused: errors.Is(err, syscall.ECONNREFUSED), err: err}
 	}
 	defer func() { _ = resp.Body.Close() }() // read-only body; a close error loses nothing
 	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
-		return &unreachableError{err: fmt.Errorf("reading %s: %w", u.Redacted(), err)}
+		return nil, u, &unreachableError{err: fmt.Errorf("reading %s: %w", u.Redacted(), err)}
 	}
 	if int64(len(body)) > limit {
-		return fmt.Errorf("%s: answer larger than %d bytes: %w", u.Redacted(), limit, errNotDriver)
+		return nil, u, fmt.Errorf("%s: answer larger than %d bytes: %w", u.Redacted(), limit, errNotDriver)
 	}
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if bytes.Contains(body, []byte("Spark is starting up")) && ct != "application/json" {
-		return errStarting
+		return nil, u, errStarting
 	}
 	trimmed := bytes.TrimSpace(body)
 	isJSON := len(trimmed) > 0 && (trimmed[0] == '[' || trimmed[0] == '{')
@@ -188,21 +224,23 @@ func (c *client) getJSON(ctx context.Context, base *url.URL, p string, limit int
 			// Real drivers answer 404 between the port line and the
 			// moment the API handlers are attached: Jetty's error page,
 			// which is a JSON object when the request accepts JSON.
-			return fmt.Errorf("%s: status %d: %w", u.Redacted(), resp.StatusCode, errNotJSON)
+			return nil, u, fmt.Errorf("%s: status %d: %w", u.Redacted(), resp.StatusCode, errNotJSON)
 		}
-		return fmt.Errorf("%s: status %d: %w", u.Redacted(), resp.StatusCode, errNotDriver)
+		return nil, u, fmt.Errorf("%s: status %d: %w", u.Redacted(), resp.StatusCode, errNotDriver)
 	}
 	if !isJSON {
-		return fmt.Errorf("%s: %w", u.Redacted(), errNotJSON)
+		return nil, u, fmt.Errorf("%s: %w", u.Redacted(), errNotJSON)
 	}
-	if err := json.Unmarshal(trimmed, v); err != nil {
-		return fmt.Errorf("%s: decoding: %w: %w", u.Redacted(), errNotDriver, err)
-	}
-	return nil
+	return trimmed, u, nil
 }
 
 // driverApp asks a UI for its one application.
 func (c *client) driverApp(ctx context.Context, ui *url.URL) (apiApp, error) {
+	done, err := toDriver(ctx, c.drivers)
+	if err != nil {
+		return apiApp{}, err
+	}
+	defer done()
 	var apps []apiApp
 	if err := c.getJSON(ctx, ui, "api/v1/applications", driverBodyMax, &apps); err != nil {
 		return apiApp{}, err
@@ -250,6 +288,11 @@ func (c *client) environmentProps(ctx context.Context, base *url.URL, p string) 
 // driverEnv reads a driver's ACL properties and spark.ui.proxyBase from the
 // environment of its app id.
 func (c *client) driverEnv(ctx context.Context, ui *url.URL, id string) (map[string]string, string, error) {
+	done, err := toDriver(ctx, c.envs)
+	if err != nil {
+		return nil, "", err
+	}
+	defer done()
 	return c.environmentProps(ctx, ui, "api/v1/applications/"+url.PathEscape(id)+"/environment")
 }
 

@@ -39,7 +39,7 @@ func (y *yarnSource) candidates(ctx context.Context) ([]candidate, error) {
 		if a.State != "RUNNING" || a.TrackingUI != "ApplicationMaster" || a.TrackingURL == "" {
 			continue
 		}
-		ui, err := parseCandidateURL(a.TrackingURL)
+		ui, err := parseRootURL(a.TrackingURL)
 		if err != nil {
 			continue
 		}
