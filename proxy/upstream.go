@@ -273,6 +273,7 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 	} else {
 		resp.Body = NewStrippingReader(resp.Body)
 	}
+	resp.Body = s.backBar(resp.Body, st)
 	resp.ContentLength = -1
 	h.Del("Content-Length")
 	return nil
