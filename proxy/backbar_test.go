@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -139,7 +140,7 @@ func TestBackBarError(t *testing.T) {
 	src := io.MultiReader(strings.NewReader("<body>"), iotest.ErrReader(io.ErrUnexpectedEOF))
 	r := withBackBar(io.NopCloser(iotest.OneByteReader(src)), "/", "/app/", "")
 	got, err := io.ReadAll(r)
-	if err != io.ErrUnexpectedEOF || string(got) != "<body>"+barOf("") {
+	if !errors.Is(err, io.ErrUnexpectedEOF) || string(got) != "<body>"+barOf("") {
 		t.Errorf("ReadAll = %q, %v; want the bar, then %v", got, err, io.ErrUnexpectedEOF)
 	}
 }
