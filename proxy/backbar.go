@@ -76,9 +76,14 @@ const (
 	bbComment // inside <!-- -->; match counts the '-' seen
 	bbSkipTag // an end tag or declaration, to its '>'
 	bbName    // a start tag's name
-	bbAttrs   // a start tag's attributes; quote is the open quote
+	bbAttrs   // a start tag's attributes
+	bbQuoted  // a quoted attribute value; quote is its quote
 	bbRaw     // script or style text, to its end tag; match counts the bytes of it seen
 )
+
+// attrStop marks the bytes that end a run of an attribute's name or
+// unquoted value.
+var attrStop = [256]bool{'"': true, '\'': true, '>': true, '=': true, ' ': true, '\t': true, '\n': true, '\r': true, '\f': true}
 
 // Start tag kinds.
 const (
@@ -104,6 +109,7 @@ type backBar struct {
 	kind    uint8
 	match   uint8
 	quote   byte
+	afterEq bool
 	name    [6]byte
 	nameLen uint8
 }
@@ -233,7 +239,7 @@ func (b *backBar) scan(buf []byte) (i int, found bool) {
 		case bbName:
 			if c == '>' || c == '/' || c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' {
 				b.kind = b.tagKind()
-				b.state, b.quote = bbAttrs, 0
+				b.state, b.quote, b.afterEq = bbAttrs, 0, false
 				if c == '>' && b.endTag() {
 					return i, true
 				}
@@ -244,23 +250,40 @@ func (b *backBar) scan(buf []byte) (i int, found bool) {
 			}
 			b.nameLen = min(b.nameLen+1, uint8(len(b.name)+1))
 		case bbAttrs:
-			switch {
-			case b.quote != 0:
-				if c != b.quote {
-					j := bytes.IndexByte(buf[i:], b.quote)
+			// A quote opens a value only right after '=' (and spaces), as
+			// an HTML tokenizer reads it; elsewhere it is part of a name
+			// or of an unquoted value.
+			switch c {
+			case '>':
+				if b.endTag() {
+					return i, true
+				}
+			case '=':
+				b.afterEq = true
+			case ' ', '\t', '\n', '\r', '\f':
+			case '"', '\'':
+				if b.afterEq {
+					j := bytes.IndexByte(buf[i:], c)
 					if j < 0 {
+						b.state, b.quote = bbQuoted, c
 						return len(buf), false
 					}
 					i += j + 1
 				}
-				b.quote = 0
-			case c == '"' || c == '\'':
-				b.quote = c
-			case c == '>':
-				if b.endTag() {
-					return i, true
+				b.afterEq = false
+			default:
+				b.afterEq = false
+				for i < len(buf) && !attrStop[buf[i]] {
+					i++
 				}
 			}
+		case bbQuoted:
+			j := bytes.IndexByte(buf[i-1:], b.quote)
+			if j < 0 {
+				return len(buf), false
+			}
+			i += j
+			b.state, b.quote, b.afterEq = bbAttrs, 0, false
 		case bbRaw:
 			end := "</script"
 			if b.kind == tagStyle {
