@@ -86,6 +86,11 @@ type aclEnv struct {
 	token   string
 	// expect[user][app key] is whether the user may view the app.
 	expect map[string]map[string]bool
+	// gwBin and gwOpts start the "why not" gateway: the same config with
+	// proxy.reveal_denied on, on revealPort (registered with the provider).
+	gwBin      string
+	gwOpts     GatewayOptions
+	revealPort int
 }
 
 // TestACL starts real Spark drivers with different ACLs, a History Server
@@ -109,6 +114,7 @@ func TestACL(t *testing.T) {
 			t.Run("recorded upstream", e.checkRecorded)
 			t.Run("return URLs", e.checkReturnURLs)
 			t.Run("prometheus", e.checkPrometheus)
+			t.Run("why not", e.checkWhyNot)
 			t.Run("finished", e.checkFinished) // stops apps: last
 		})
 	}
@@ -130,6 +136,10 @@ func (s *suite) startACL(t *testing.T, home SparkHome) *aclEnv {
 		t.Fatal(err)
 	}
 	gwURL := fmt.Sprintf("http://127.0.0.1:%d", gwPort)
+	if e.revealPort, err = FreePort(); err != nil {
+		t.Fatal(err)
+	}
+	revealURL := fmt.Sprintf("http://127.0.0.1:%d", e.revealPort)
 	t0 := time.Now()
 
 	// The drivers start while the History Server and the provider do.
@@ -163,7 +173,7 @@ func (s *suite) startACL(t *testing.T, home SparkHome) *aclEnv {
 			}
 		}
 	})
-	e.op, err = StartOIDC(ctx, s.root, dir, aclSecret, []string{gwURL + "/oauth2/callback"}, []string{gwURL + "/"})
+	e.op, err = StartOIDC(ctx, s.root, dir, aclSecret, []string{gwURL + "/oauth2/callback", revealURL + "/oauth2/callback"}, []string{gwURL + "/", revealURL + "/"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +215,8 @@ func (s *suite) startACL(t *testing.T, home SparkHome) *aclEnv {
 	})
 	t.Cleanup(e.rec.Close)
 
-	e.gw, err = StartGateway(ctx, s.gwBin, dir, GatewayOptions{
+	e.gwBin = s.gwBin
+	e.gwOpts = GatewayOptions{
 		Port:               gwPort,
 		LogGlobs:           []string{filepath.Join(logs, "*.log")},
 		HistoryURL:         e.hs.URL,
@@ -220,7 +231,8 @@ func (s *suite) startACL(t *testing.T, home SparkHome) *aclEnv {
 		// "ops" is a gateway admin, used only to wait until every app is listed.
 		Policy: map[string]any{"admins": []string{"ops"}},
 		Env:    []string{"SPARKGATE_OIDC_CLIENT_SECRET=" + aclSecret},
-	})
+	}
+	e.gw, err = StartGateway(ctx, s.gwBin, dir, e.gwOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -544,6 +556,76 @@ func (e *aclEnv) checkBrowser(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkWhyNot starts a second gateway, the same but with
+// proxy.reveal_denied, and has Chromium, signed in as dave through the
+// provider, open a deep link into app B (view.acls=alice): the 403 page
+// says in plain words why (the lists checked, dave and his groups) and
+// who to ask (B's owner), and names neither B nor its other viewers. The
+// index shows dave no row for B: rows are the apps the user may open.
+func (e *aclEnv) checkWhyNot(t *testing.T) {
+	ctx := ctxFor(t, 3*time.Minute)
+	dir := filepath.Join(e.dir, "reveal")
+	if err := mkdir(dir); err != nil {
+		t.Fatal(err)
+	}
+	opts := e.gwOpts
+	opts.Port = e.revealPort
+	opts.Proxy = map[string]any{"kill": "deny", "reveal_denied": true}
+	gw, err := StartGateway(ctx, e.gwBin, dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Stop()
+	b, err := NewBrowser(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	app := e.app("B")
+	deep := gw.URL + "/app/" + app.ID + "/stages/?x=1"
+	if _, err := b.Login(deep, e.op.Issuer, "dave", 60*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// Until the new gateway has read B's ACLs its answer is the
+	// self-refreshing "not read yet" page.
+	var text string
+	for {
+		text, _ = b.Text()
+		if strings.Contains(text, "Access denied") || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	for _, w := range []string{
+		"403", "Access denied", "dave may not view application " + app.ID,
+		"Why", "spark.acls.enable is true", `User "dave" is not the owner and is not listed in spark.admin.acls or spark.ui.view.acls.`,
+		"How to get access", "spark.ui.view.acls / spark.ui.view.acls.groups",
+		"Who to ask", "the app's owner: " + app.Owner, "the gateway's admins (policy.admins): ops",
+	} {
+		if !strings.Contains(text, w) {
+			t.Errorf("403 page for dave on B lacks %q:\n%s", w, text)
+		}
+	}
+	if strings.Contains(text, "alice") || strings.Contains(text, "acl-B") {
+		t.Errorf("403 page names B's viewers or its name:\n%s", text)
+	}
+	_, png, err := b.Shot(deep)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(e.dir, "..", "why-not-"+e.home.Version+".png"), png, 0o644)
+	}
+	if err != nil {
+		t.Error(err)
+	}
+	ids, err := b.IndexAppIDs(gw.URL+"/", 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(ids, app.ID) {
+		t.Errorf("dave's index rows %v show B (%s), which he may not open", ids, app.ID)
+	}
+	t.Logf("dave on B: 403 page:\n%s", text)
 }
 
 // unsafeReturnURLs are rd values that must never send a browser off-site

@@ -19,21 +19,26 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// TestDiagnosis proves the diagnosis and the by-name links against real
-// Spark, per version, with one History Server, one gateway (defaults of
-// the diagnosis: section) and two drivers running app.py's diagnosis
-// workloads: a groupBy with one hot key and the same groupBy with keys
-// spread evenly.
+// TestDiagnosis proves the diagnosis, the back bar and the by-name links
+// against real Spark, per version, with one History Server, one gateway
+// (defaults of the diagnosis: section) and three drivers running app.py's
+// diagnosis workloads: a groupBy and a sort-merge join with one hot key;
+// the same groupBy with keys spread evenly; a sort that spills under a
+// small spark.memory.fraction, then a job whose task fails.
 //
 //   - live: the skewed app's diagnosis shows task-duration and shuffle
-//     skew on the page (Chromium; screenshot in e2e/out/) and in the JSON,
-//     whose stage link opens Spark's stage page; the healthy app shows no
-//     finding at all;
+//     skew of both reduce stages on the page (Chromium; screenshot in
+//     e2e/out/) and in the JSON, whose stage link opens Spark's stage page;
+//     the trouble app shows exactly job_failed (quoting the error) and
+//     spill on its page, in the JSON and as index badges; the healthy app
+//     shows no finding anywhere, and no badge;
+//   - back bar: every tab of the healthy app in Chromium through the
+//     gateway (backbar_test.go);
 //   - by-name: /by-name/<name>/jobs/ leads to the running app of that
 //     name, and to the new one after the app is restarted (new app id);
 //     ?all lists both;
-//   - history: once the skewed app has stopped, the same diagnosis is read
-//     from the History Server.
+//   - history: once stopped, the same diagnoses (and none for the healthy
+//     app's first run) are read from the History Server.
 func TestDiagnosis(t *testing.T) {
 	s := newSuite(t)
 	s.requireGateway(t)
@@ -71,6 +76,17 @@ type diagJSON struct {
 		StagesSummarized int `json:"stages_summarized"`
 		Tasks            int `json:"tasks"`
 	} `json:"read"`
+}
+
+// stagesOf returns the stage ids of the findings of kind k.
+func (d diagJSON) stagesOf(k string) []int {
+	var out []int
+	for _, f := range d.Findings {
+		if f.Kind == k && f.Stage != nil && !slices.Contains(out, f.Stage.StageID) {
+			out = append(out, f.Stage.StageID)
+		}
+	}
+	return out
 }
 
 func (d diagJSON) kinds() []string {
@@ -135,7 +151,7 @@ func (s *suite) runDiagnosis(t *testing.T, home SparkHome) {
 	}
 	t0 := time.Now()
 	skewName, healthyName := "diag-skew-"+ver, "diag-healthy-"+ver
-	skew := start(t, skewName, "skew", logs, nil)
+	skew := start(t, skewName, "skew,skewjoin", logs, nil)
 	healthy := start(t, healthyName, "healthy", logs, nil)
 	// Little execution memory: its sort spills; then a task fails.
 	failing := start(t, "diag-trouble-"+ver, "spill,fail", logs, map[string]string{"spark.memory.fraction": "0.05"})
@@ -158,9 +174,10 @@ func (s *suite) runDiagnosis(t *testing.T, home SparkHome) {
 		took := time.Since(t1)
 		t.Logf("skewed app: %v in %v (read %+v)", d.kinds(), took.Round(time.Millisecond), d.Read)
 		_ = RecordFigure(s.outDir, "diagnosis_live_uncached_"+home.Version, took)
+		// Both the groupBy's and the join's reduce stage, each its own finding.
 		for _, k := range []string{"task_duration_skew", "shuffle_skew"} {
-			if !slices.Contains(d.kinds(), k) {
-				t.Errorf("skewed app's findings %v lack %s", d.kinds(), k)
+			if stages := d.stagesOf(k); len(stages) < 2 {
+				t.Errorf("skewed app's %s findings are of stages %v; want the groupBy's and the join's (all: %v)", k, stages, d.kinds())
 			}
 		}
 		if !d.Live || d.Read.StagesSummarized == 0 || d.Read.Tasks == 0 || d.Read.Tasks > 6*20 {
@@ -246,6 +263,12 @@ func (s *suite) runDiagnosis(t *testing.T, home SparkHome) {
 		if !strings.Contains(text, "No finding") || strings.Contains(text, "skew") && !strings.Contains(text, "no skew") {
 			t.Errorf("diagnosis page of the healthy app:\n%.1500s", text)
 		}
+		text = strings.ToLower(shot("/app/"+failing.AppID+"/_/diagnosis", "diagnosis-trouble-"+home.Version+".png"))
+		for _, w := range []string{"job_failed", "spill", "e2e: task 3 fails on purpose", "spark.memory.fraction"} {
+			if !strings.Contains(text, w) {
+				t.Errorf("diagnosis page of the spilling and failing app lacks %q:\n%.1500s", w, text)
+			}
+		}
 		text = shot("/", "index-diagnosis-"+home.Version+".png")
 		if strings.Count(text, "diagnosis") < 3 || !strings.Contains(text, "by name") || !strings.Contains(text, "1 executor") {
 			t.Errorf("index offers no diagnosis or by-name links, or no live stats:\n%.1500s", text)
@@ -261,11 +284,20 @@ func (s *suite) runDiagnosis(t *testing.T, home SparkHome) {
 		if !strings.Contains(page, `href="/app/`+failing.AppID+`/_/diagnosis">spill</a>`) {
 			t.Errorf("index: no spill badge for %s", failing.AppID)
 		}
+		// The healthy app's row has its diagnosis link and no badge.
+		if n := strings.Count(page, `href="/app/`+healthy.AppID+`/_/diagnosis"`); n != 1 {
+			t.Errorf("index: the healthy app's row links its diagnosis %d times; want once (no badge)", n)
+		}
 		first := strings.Index(page, `<tr data-search=`)
 		if !strings.Contains(page, badge) || first < 0 || !strings.Contains(page[first:], failing.AppID) ||
 			strings.Index(page, failing.AppID) > strings.Index(page, skew.AppID) {
 			t.Errorf("index ?sort=findings: want the failing app first with a job_failed badge:\n%.3000s", page)
 		}
+	})
+
+	t.Run("back bar", func(t *testing.T) {
+		base, _ := url.Parse(gw.URL)
+		s.checkBackBar(t, gw.URL, client.Jar.Cookies(base), healthy.AppID, healthy.UIURL(), home.Version)
 	})
 
 	t.Run("by-name", func(t *testing.T) {
@@ -323,26 +355,43 @@ func (s *suite) runDiagnosis(t *testing.T, home SparkHome) {
 	})
 
 	t.Run("history", func(t *testing.T) {
-		if err := skew.Stop(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := hs.WaitApp(ctx, skew.AppID, true); err != nil {
-			t.Fatal(err)
-		}
-		var d diagJSON
-		for {
-			d, err = getDiagnosis(ctx, client, gw.URL, skew.AppID)
-			if err == nil && !d.Live {
-				break
+		// The first run of the healthy app stopped in by-name.
+		for _, d := range []*Driver{skew, failing} {
+			if err := d.Stop(ctx); err != nil {
+				t.Fatal(err)
 			}
-			if ctx.Err() != nil {
-				t.Fatalf("diagnosis never came from the History Server: %v (live %v)", err, d.Live)
-			}
-			time.Sleep(time.Second)
 		}
-		t.Logf("finished skewed app from %s: %v", d.Source, d.kinds())
-		if !strings.HasPrefix(d.Source, "History Server") || !slices.Contains(d.kinds(), "task_duration_skew") || !slices.Contains(d.kinds(), "shuffle_skew") {
-			t.Errorf("history diagnosis: source %q, findings %v; want both skews from the History Server", d.Source, d.kinds())
+		finished := func(id string) diagJSON {
+			t.Helper()
+			if err := hs.WaitApp(ctx, id, true); err != nil {
+				t.Fatal(err)
+			}
+			for {
+				d, err := getDiagnosis(ctx, client, gw.URL, id)
+				if err == nil && !d.Live {
+					t.Logf("finished app %s from %s: %v", id, d.Source, d.kinds())
+					if !strings.HasPrefix(d.Source, "History Server") {
+						t.Errorf("diagnosis of finished %s from %q; want a History Server", id, d.Source)
+					}
+					return d
+				}
+				if ctx.Err() != nil {
+					t.Fatalf("diagnosis of %s never came from the History Server: %v (live %v)", id, err, d.Live)
+				}
+				time.Sleep(time.Second)
+			}
+		}
+		d := finished(skew.AppID)
+		for _, k := range []string{"task_duration_skew", "shuffle_skew"} {
+			if stages := d.stagesOf(k); len(stages) < 2 {
+				t.Errorf("history diagnosis of the skewed app: %s of stages %v; want the groupBy's and the join's (all: %v)", k, stages, d.kinds())
+			}
+		}
+		if d := finished(failing.AppID); !slices.Equal(d.kinds(), []string{"job_failed", "spill"}) {
+			t.Errorf("history diagnosis of the spilling and failing app: %v; want [job_failed spill]", d.kinds())
+		}
+		if d := finished(healthy.AppID); len(d.Findings) != 0 {
+			t.Errorf("history diagnosis of the healthy app: %v; want none\n%+v", d.kinds(), d.Findings)
 		}
 	})
 }

@@ -94,9 +94,11 @@ func (c *Cached) decide(aclKey cacheKey, s Subject, a Action, build func() ACL) 
 	return cloneDecision(d)
 }
 
-// cloneDecision copies Reasons so a caller cannot change a cached entry.
+// cloneDecision copies Reasons and Ask so a caller cannot change a cached
+// entry.
 func cloneDecision(d Decision) Decision {
 	d.Reasons = slices.Clone(d.Reasons)
+	d.Ask = slices.Clone(d.Ask)
 	return d
 }
 

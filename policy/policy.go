@@ -101,6 +101,12 @@ type Decision struct {
 	// "spark.ui.view.acls / spark.ui.view.acls.groups"; empty when nothing
 	// can grant it.
 	Grant string
+	// Ask names, on a denial that access lists could lift, who to ask: the
+	// app's owner, the admins and admin groups its ACLs name, and the
+	// gateway's admins ("*" entries name no one and are left out). A user
+	// who may view the app reads the same names on its Environment tab; one
+	// who may not is shown them only where the operator reveals denials.
+	Ask []string
 }
 
 // Policy decides with Spark's semantics plus the gateway-wide settings.
@@ -181,7 +187,11 @@ func (p *Policy) Decide(s Subject, acl ACL, a Action) Decision {
 		return p.decideACLsOff(d, s, acl, a, n)
 	}
 	d.Reasons = append(d.Reasons, n.enabled+" is true"+n.where+", so Spark checks the app's ACLs.")
-	return decideACLsOn(d, s, acl, a, n)
+	d = decideACLsOn(d, s, acl, a, n)
+	if !d.Allow && d.Rule == RuleDenied {
+		d.Ask = p.ask(acl, n)
+	}
+	return d
 }
 
 // decideACLsOff applies the gateway's Mode to an app whose ACLs are off.
@@ -208,6 +218,7 @@ func (p *Policy) decideACLsOff(d Decision, s Subject, acl ACL, a Action, n listN
 	d.Rule = RuleACLsDisabledDenied
 	d.Reasons = append(d.Reasons, strict+": user "+quote(s.User)+" is not the owner and is not listed in "+n.admins+" or policy.admins.",
 		groupsSentence(s.Groups, n.adminGroups+" or policy.admin_groups"))
+	d.Ask = p.ask(acl, n)
 	return d
 }
 
@@ -262,6 +273,31 @@ func decideACLsOn(d Decision, s Subject, acl ACL, a Action, n listNames) Decisio
 	}
 	d.Reasons = append(d.Reasons, who, groupsSentence(s.Groups, groups))
 	return d
+}
+
+// ask lists who can help a denied user, most likely first: the owner
+// (who sets the app's lists), its admins, then the gateway's.
+func (p *Policy) ask(acl ACL, n listNames) []string {
+	var out []string
+	if acl.Owner != "" && acl.Owner != wildcard {
+		out = append(out, "the app's owner: "+acl.Owner)
+	}
+	people := func(what string, list []string) {
+		var named []string
+		for _, e := range list {
+			if e != wildcard {
+				named = append(named, e)
+			}
+		}
+		if len(named) > 0 {
+			out = append(out, what+": "+strings.Join(named, ", "))
+		}
+	}
+	people("its admins ("+n.admins+")", acl.Admins)
+	people("members of its admin groups ("+n.adminGroups+")", acl.AdminGroups)
+	people("the gateway's admins (policy.admins)", p.admins)
+	people("members of the gateway's admin groups (policy.admin_groups)", p.adminGroups)
+	return out
 }
 
 func allow(d Decision, rule, reason string) Decision {

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -294,5 +295,80 @@ func TestDecideMatchesObservedSpark(t *testing.T) {
 		if d := p.Decide(Subject{User: u}, acl, View); d.Allow != want {
 			t.Errorf("Decide(%q, view) = %v (%q); real Spark said %v", u, d.Allow, d.Reasons, want)
 		}
+	}
+}
+
+// TestDecideAsk checks who a denied user is told to ask: the owner and the
+// admins the ACLs name, then the gateway's, and no one on an
+// allow or where no list could help.
+func TestDecideAsk(t *testing.T) {
+	t.Parallel()
+	p := New(Config{Admins: []string{"ops"}, AdminGroups: []string{"platform"}})
+	owner := New(Config{WhenACLsOff: ModeOwnerAndAdmins})
+	tests := []struct {
+		name    string
+		p       *Policy
+		acl     ACL
+		subject Subject
+		action  Action
+		want    []string
+	}{
+		{
+			name:    "denied view",
+			p:       p,
+			acl:     FromSparkProperties(on(PropViewACLs, "bob", PropAdminACLs, "adm1", PropAdminACLsGroups, "spark-admins"), "alice"),
+			subject: user("eve"),
+			action:  View,
+			want: []string{"the app's owner: alice", "its admins (spark.admin.acls): adm1",
+				"members of its admin groups (spark.admin.acls.groups): spark-admins",
+				"the gateway's admins (policy.admins): ops", "members of the gateway's admin groups (policy.admin_groups): platform"},
+		},
+		{
+			name:    "denied modify",
+			p:       New(Config{}),
+			acl:     FromSparkProperties(on(PropViewACLs, "eve"), "alice"),
+			subject: user("eve"),
+			action:  Modify,
+			want:    []string{"the app's owner: alice"},
+		},
+		{
+			name:    "history adds the History Server's admins",
+			p:       New(Config{}),
+			acl:     FromHistory(HistoryRules{Name: "hs1", Enabled: true, Admins: []string{"hsadm"}}, on(PropViewACLs, "dave"), "alice"),
+			subject: user("eve"),
+			action:  View,
+			want:    []string{"the app's owner: alice", "its admins (spark.history.ui.admin.acls or the app's spark.admin.acls): hsadm"},
+		},
+		{
+			name:    "acls off, owner and admins",
+			p:       owner,
+			acl:     FromSparkProperties(props(PropAdminACLs, "adm1"), "alice"),
+			subject: user("eve"),
+			action:  View,
+			want:    []string{"the app's owner: alice", "its admins (spark.admin.acls): adm1"},
+		},
+		{
+			name:    "allowed",
+			p:       p,
+			acl:     FromSparkProperties(on(PropViewACLs, "eve"), "alice"),
+			subject: user("eve"),
+			action:  View,
+		},
+		{
+			name:    "history modify: no one can help",
+			p:       p,
+			acl:     FromHistory(HistoryRules{Name: "hs1", Enabled: true}, props(), "alice"),
+			subject: user("alice"),
+			action:  Modify,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d := tt.p.Decide(tt.subject, tt.acl, tt.action)
+			if !slices.Equal(d.Ask, tt.want) {
+				t.Errorf("Decide(%+v, %s).Ask = %q; want %q", tt.subject, tt.action, d.Ask, tt.want)
+			}
+		})
 	}
 }

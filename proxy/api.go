@@ -52,6 +52,9 @@ type Verdict struct {
 	// Grant tells a denied user how access is granted, for example
 	// "spark.ui.view.acls / spark.ui.view.acls.groups".
 	Grant string
+	// Ask names who a denied user may ask for access (the app's owner
+	// and admins), shown on the 403 page.
+	Ask []string
 	// Pending means the app's ACLs have not been read yet (from the
 	// driver's environment, or the event log through its History Server)
 	// and the identity is neither the owner nor an admin, whom the lists

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/sparkgate/sparkgate/proxy/discovery"
 )
 
 // byNameRow is one app of a name, for /by-name/<name>?all.
@@ -42,7 +44,7 @@ func (s *Server) serveByName(w http.ResponseWriter, r *http.Request, st *reqStat
 	var rows []byNameRow
 	// visibleApps keeps the registry's order: running first, newest first.
 	for _, v := range s.visibleApps(st) {
-		if v.app.Name != name {
+		if stableName(v.app) != name && v.app.Name != name {
 			continue
 		}
 		row := byNameRow{ID: v.app.ID, Name: v.app.Name, Live: v.app.Live(), Link: "/app/" + v.app.ID + "/"}
@@ -78,6 +80,19 @@ func (s *Server) serveByName(w http.ResponseWriter, r *http.Request, st *reqStat
 		pageBase: pageBase{Title: "Applications named " + name, User: st.ident.User, Groups: st.ident.Groups, RequestID: st.requestID},
 		Name:     name, Newest: link, Rows: rows,
 	})
+}
+
+// stableName is the name an app's by-name link uses: its
+// SparkApplication's name when the Spark operator runs it (what the
+// operator keeps across the runs it starts; the namespace is left out, a
+// path segment cannot carry its "/"), otherwise spark.app.name. On YARN,
+// spark.app.name is the application name Spark submits, so it is the
+// ResourceManager's name too.
+func stableName(a *discovery.App) string {
+	if _, name, ok := strings.Cut(a.ClusterName, "/"); ok && name != "" {
+		return name
+	}
+	return a.Name
 }
 
 // byNameLink is the stable link of an app name, "/by-name/<escaped>/",

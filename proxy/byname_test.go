@@ -110,3 +110,32 @@ func TestByNameLink(t *testing.T) {
 		}
 	}
 }
+
+// TestByNameSparkApplication: an app the Spark operator runs is found by
+// its SparkApplication's name (what the operator keeps across runs), and
+// the index offers that link; its spark.app.name still works.
+func TestByNameSparkApplication(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	apps := append(h.reg.Load().Apps(),
+		&discovery.App{ID: "spark-0a1b2c", Name: "pyspark-shell", User: "alice", StartTime: start, State: discovery.Running,
+			UIURL: h.drv.url(), Source: "kubernetes", ClusterName: "etl/orders-stream", ClusterState: "RUNNING"},
+		&discovery.App{ID: "spark-99ff00", Name: "pyspark-shell", User: "alice", StartTime: start.Add(-time.Hour), EndTime: start.Add(-time.Minute),
+			State: discovery.Ended, Source: "kubernetes", ClusterName: "etl/orders-stream", ClusterState: "FAILED"},
+	)
+	h.reg.Store(discovery.NewSnapshot(apps))
+	for path, want := range map[string]string{
+		"/by-name/orders-stream/jobs/": "/app/spark-0a1b2c/jobs/",
+		"/by-name/pyspark-shell/":      "/app/spark-0a1b2c/",
+	} {
+		resp, _ := h.do(t, "GET", path, "alice", nil)
+		if got := resp.Header.Get("Location"); resp.StatusCode != http.StatusFound || got != want {
+			t.Errorf("GET %s = %d %q; want 302 %q", path, resp.StatusCode, got, want)
+		}
+	}
+	_, body := h.do(t, "GET", "/", "alice", nil)
+	if !strings.Contains(body, `href="/by-name/orders-stream/"`) || strings.Contains(body, `href="/by-name/pyspark-shell/"`) {
+		t.Errorf("index: want the by-name link of the SparkApplication, not of spark.app.name")
+	}
+}

@@ -19,6 +19,7 @@ type httpError struct {
 	Title      string   // page heading; defaults to the status text
 	Reasons    []string // 403: why the policy said no
 	Grant      string   // 403: how access is granted
+	Ask        []string // 403: who may grant it or help
 	User       string   // 403: who was judged
 	Groups     []string // 403: the groups judged
 	RetryAfter int      // 503: seconds; also makes the HTML page refresh itself

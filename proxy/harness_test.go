@@ -75,7 +75,8 @@ func (fakeAuthz) Authorize(id Identity, app *discovery.App, hist *discovery.Hist
 			return Verdict{Allow: true, Reasons: []string{"listed in " + key}}
 		}
 	}
-	return Verdict{Reasons: []string{id.User + " is not the owner " + app.User, id.User + " is not in " + key}, Grant: key + " / " + key + ".groups"}
+	return Verdict{Reasons: []string{id.User + " is not the owner " + app.User, id.User + " is not in " + key}, Grant: key + " / " + key + ".groups",
+		Ask: []string{"the app's owner: " + app.User}}
 }
 
 // seen is one request as an upstream received it.

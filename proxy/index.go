@@ -142,7 +142,7 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request, st *reqState
 			ClusterState: a.ClusterState,
 		}
 		row.Diagnosis = row.Link + diagnosisPath[1:]
-		row.ByName, _ = byNameLink(a.Name)
+		row.ByName, _ = byNameLink(stableName(a))
 		if !a.StartTime.IsZero() {
 			row.Start = a.StartTime.UTC().Format("2006-01-02 15:04 UTC")
 			row.StartISO = a.StartTime.UTC().Format(time.RFC3339)

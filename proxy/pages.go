@@ -94,6 +94,7 @@ type errorPage struct {
 	AppID      string
 	Reasons    []string
 	Grant      string
+	Ask        []string
 	JudgedUser string
 	JudgedGrps []string
 	Allow      string
@@ -106,6 +107,7 @@ type errorJSON struct {
 	AppID     string   `json:"app_id"`
 	Reasons   []string `json:"reasons,omitempty"`
 	Grant     string   `json:"grant,omitempty"`
+	Ask       []string `json:"ask,omitempty"`
 	RequestID string   `json:"request_id,omitempty"`
 }
 
@@ -144,7 +146,7 @@ func (s *Server) writeError(w http.ResponseWriter, _ *http.Request, st *reqState
 		w.WriteHeader(he.Status)
 		_ = json.NewEncoder(w).Encode(errorJSON{
 			Error: he.Msg, Status: he.Status, AppID: he.AppID,
-			Reasons: he.Reasons, Grant: he.Grant, RequestID: st.requestID,
+			Reasons: he.Reasons, Grant: he.Grant, Ask: he.Ask, RequestID: st.requestID,
 		})
 		return
 	}
@@ -160,6 +162,7 @@ func (s *Server) writeError(w http.ResponseWriter, _ *http.Request, st *reqState
 		AppID:      he.AppID,
 		Reasons:    he.Reasons,
 		Grant:      he.Grant,
+		Ask:        he.Ask,
 		JudgedUser: he.User,
 		JudgedGrps: he.Groups,
 		Allow:      he.Allow,

@@ -382,6 +382,7 @@ func (s *Server) authorize(st *reqState, app *discovery.App, hist *discovery.His
 		AppID:   app.ID,
 		Reasons: v.Reasons,
 		Grant:   v.Grant,
+		Ask:     v.Ask,
 		User:    st.ident.User,
 		Groups:  st.ident.Groups,
 	}

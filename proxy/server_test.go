@@ -385,7 +385,8 @@ func TestACLDenied(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("GET denied app = %d; want 403", resp.StatusCode)
 	}
-	for _, want := range []string{appDenied, "alice", "eng, data", "alice is not the owner carol", "spark.ui.view.acls / spark.ui.view.acls.groups"} {
+	for _, want := range []string{appDenied, "alice", "eng, data", "alice is not the owner carol", "spark.ui.view.acls / spark.ui.view.acls.groups",
+		"Who to ask", "the app&#39;s owner: carol"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("403 page lacks %q:\n%s", want, body)
 		}
@@ -399,8 +400,8 @@ func TestACLDenied(t *testing.T) {
 	resp, body = h.do(t, "GET", "/api/v1/applications/"+appDenied+"/jobs", "alice", nil)
 	var e errorJSON
 	decodeJSON(t, body, &e)
-	if resp.StatusCode != http.StatusForbidden || e.AppID != appDenied || len(e.Reasons) == 0 || e.Grant == "" {
-		t.Errorf("GET denied REST = %d %+v; want JSON 403 with reasons and grant", resp.StatusCode, e)
+	if resp.StatusCode != http.StatusForbidden || e.AppID != appDenied || len(e.Reasons) == 0 || e.Grant == "" || len(e.Ask) != 1 {
+		t.Errorf("GET denied REST = %d %+v; want JSON 403 with reasons, grant and who to ask", resp.StatusCode, e)
 	}
 	if n := len(h.drv.requests()); n != 0 {
 		t.Errorf("driver got %d requests for a denied user; want 0", n)

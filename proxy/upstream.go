@@ -287,6 +287,7 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 	if st.master != nil {
 		resp.Body = s.masterLinkReader(resp, st.master)
 	}
+	resp.Body = s.backBar(resp.Body, st)
 	// The length changes, so it is not announced; resp.ContentLength
 	// keeps the upstream's, the length read, when it is known. -1 would
 	// make ReverseProxy treat the page as a stream and flush after every

@@ -77,7 +77,7 @@ func (z *authorizer) Authorize(id proxy.Identity, app *discovery.App, hist *disc
 		// give no reasons drawn from lists that were never read.
 		return proxy.Verdict{Pending: true}
 	}
-	return proxy.Verdict{Allow: d.Allow, Reasons: d.Reasons, Grant: d.Grant}
+	return proxy.Verdict{Allow: d.Allow, Reasons: d.Reasons, Grant: d.Grant, Ask: d.Ask}
 }
 
 // decideEnded judges an app whose driver has ended and that no History

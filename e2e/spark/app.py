@@ -105,6 +105,12 @@ def run_workload(spark, names):
     35 MiB against 0.5 MiB) and, as real per-row work would, takes time in
     proportion to its rows (40 us a row: about 15 s for the hot task against
     about a second for the others).
+    skewjoin: a sort-merge join (no broadcast, no AQE, 8 partitions) of
+    the same 400,000 rows, 90 % of them on one key, with a 101-row table;
+    a Python UDF on the joined rows sleeps 100 ms every 1,000 rows of the
+    hot key, so the hot reduce task reads most of the shuffle and takes
+    about 36 s more than the others (which pay for the UDF's Python
+    workers: a few seconds each on a busy machine).
     healthy: the same groupBy with keys spread evenly (about 2 s a task),
     then a small SQL aggregation.
     spill: a sort of 3 million random strings in 4 partitions; run with a
@@ -142,6 +148,26 @@ def run_workload(spark, names):
         # Two map tasks, one wave on local[2]: a first wave that pays for
         # starting Python workers is not skew.
         sc.parallelize(range(n), 2).map(row).groupByKey(8).mapPartitions(work).collect()
+    if "skewjoin" in names:
+        sc.setJobDescription("diagnosis: skewed join")
+        # Left as Spark 3.5/4.x would run it unaided, AQE would split the
+        # hot partition; the finding is what a user sees without it.
+        spark.conf.set("spark.sql.adaptive.enabled", "false")
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+        spark.conf.set("spark.sql.shuffle.partitions", "8")
+
+        def slow(i):
+            import time as t
+            if i % 1000 == 1:
+                t.sleep(0.1)
+            return 1
+        slow_udf = F.udf(slow, "int")
+        big = spark.range(0, n, 1, 2).selectExpr(
+            "id", "CASE WHEN id % 10 != 0 THEN 0 ELSE id % 101 END AS k", "sha2(CAST(id AS STRING), 512) AS v")
+        small = spark.range(0, 101).selectExpr("id AS k", "id * 2 AS w")
+        big.join(small, "k").select(F.sum(slow_udf("id")), F.sum(F.length("v"))).collect()
+        for k in ("spark.sql.adaptive.enabled", "spark.sql.autoBroadcastJoinThreshold", "spark.sql.shuffle.partitions"):
+            spark.conf.unset(k)
     if "healthy" in names:
         sc.setJobDescription("diagnosis: sql")
         spark.range(0, 100000).withColumn("k", F.col("id") % 8).groupBy("k").count().collect()
