@@ -452,10 +452,12 @@ func (e *aclEnv) expectation(ctx context.Context, a *aclApp, u aclUser) (bool, s
 
 // getInGateway GETs a gateway path with c, following redirects that stay
 // in the gateway and do not lead to sign-in (a finished app's pages may
-// move to /history/...).
+// move to /history/...), as many as a browser follows: a History Server
+// that has just listed an app redirects its pages to themselves while it
+// loads the app (seen on 4.3.0, three times in a row).
 func (e *aclEnv) getInGateway(ctx context.Context, c *http.Client, path string) (Answer, error) {
 	u := e.gw.URL + path
-	for hop := 0; hop < 4; hop++ {
+	for hop := 0; hop < 20; hop++ {
 		a, err := Get(ctx, c, u, nil)
 		if err != nil {
 			return a, err
