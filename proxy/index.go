@@ -2,8 +2,10 @@ package proxy
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -56,6 +58,8 @@ type indexPage struct {
 	SourceDown int
 	// SortFindings: rows ordered by their findings (?sort=findings).
 	SortFindings bool
+	// Masters are the standalone masters the user may open (master.go).
+	Masters []string
 }
 
 // sourceRow is one discovery source on the admin's index.
@@ -99,9 +103,15 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request, st *reqState
 		HistoryServers: s.hsNames,
 		SortFindings:   qv.Get("sort") == "findings",
 	}
-	if s.isAdmin != nil && s.isAdmin(st.ident) {
+	admin := s.isAdmin != nil && s.isAdmin(st.ident)
+	if admin {
 		data.Sources, data.ShowSources = s.sources, true
 		data.Health, data.SourcesUp, data.SourceDown = s.sourceRows()
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.masters)) {
+		if admin || s.masters[name].everyone {
+			data.Masters = append(data.Masters, name)
+		}
 	}
 	// Only the rows of the page asked for are rendered (every matching row
 	// when sorted by findings, which the live stats decide); the others are

@@ -144,3 +144,27 @@ func TestValidateMasters(t *testing.T) {
 		t.Errorf("ValidateMasters = %v; want 4 problems (twice, name, path, scheme)", errs)
 	}
 }
+
+// TestIndexLinksMasters: the index links each standalone master to the
+// users who may open it, and to no one else.
+func TestIndexLinksMasters(t *testing.T) {
+	const link = `<a href="/master/m1/">m1</a>`
+	for _, tc := range []struct {
+		everyone bool
+		user     string
+		want     bool
+	}{
+		{false, "admin", true},
+		{false, "alice", false},
+		{true, "alice", true},
+	} {
+		h, _ := masterHarness(t, tc.everyone)
+		resp, body := h.do(t, "GET", "/", tc.user, nil)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("index as %s = %d", tc.user, resp.StatusCode)
+		}
+		if got := strings.Contains(body, link); got != tc.want {
+			t.Errorf("everyone=%t, index as %s links the master: %t; want %t", tc.everyone, tc.user, got, tc.want)
+		}
+	}
+}
