@@ -136,6 +136,22 @@ func newBackend(t testing.TB) *backend {
 			_, _ = io.WriteString(w, strings.Repeat(jobsPage, 40))
 		case p == "/slow":
 			<-r.Context().Done()
+		case strings.HasSuffix(p, "/loading500/"), strings.HasSuffix(p, "/always500/"):
+			// A History Server loading an app: 500 to the first ask
+			// (loadRetry), or to every ask.
+			b.mu.Lock()
+			n := 0
+			for _, q := range b.reqs {
+				if q.Path == p {
+					n++
+				}
+			}
+			b.mu.Unlock()
+			if n == 1 || strings.HasSuffix(p, "/always500/") {
+				http.Error(w, "java.lang.NullPointerException", http.StatusInternalServerError)
+				return
+			}
+			_, _ = io.WriteString(w, "loaded "+p)
 		case p == "/api/v1/applications":
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, `[{"id":"`+appLive+`","name":"etl","attempts":[]}]`)

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"go.uber.org/zap"
 )
@@ -154,6 +155,12 @@ func (u *upstreams) sweepLocked() {
 func (u *upstreams) newReverseProxy(t *upstreamTarget) *httputil.ReverseProxy {
 	s := u.s
 	base := t.base
+	var transport http.RoundTripper = u.transport
+	for _, hb := range s.hs {
+		if hb.Scheme == base.Scheme && hb.Host == base.Host && hb.Path == base.Path {
+			transport = loadRetry{u.transport}
+		}
+	}
 	return &httputil.ReverseProxy{
 		// Rewrite (not Director): forwarding headers the client sent are
 		// already removed when it runs, and Out is a copy, so nothing here
@@ -183,13 +190,46 @@ func (u *upstreams) newReverseProxy(t *upstreamTarget) *httputil.ReverseProxy {
 				pr.Out.Header.Set("X-Forwarded-Context", st.xfc)
 			}
 		},
-		Transport: u.transport,
+		Transport: transport,
 		// Reuse copy buffers: without a pool every response allocates 32 KiB.
 		BufferPool:     bufferPool{},
 		ModifyResponse: s.modifyResponse,
 		ErrorHandler:   s.proxyError,
 		ErrorLog:       zap.NewStdLog(s.log.Named("reverseproxy")),
 	}
+}
+
+// loadRetry asks a History Server once more, after loadRetryDelay, when it
+// answers a GET or HEAD with 500. A History Server that has just listed an
+// app loads its UI on the first requests for it, and requests that arrive
+// together while it attaches the app's handlers can meet a half-built
+// filter chain: Jetty answers 500 (a NullPointerException in
+// FilterHolder.doFilter, seen with 4.0.5 and 4.3.0 in TestACL/finished).
+// Asked again a moment later, the server answers as it should. Only
+// requests without a body get here (the guard refuses the rest), so the
+// second ask is the same request.
+type loadRetry struct{ rt http.RoundTripper }
+
+const loadRetryDelay = 100 * time.Millisecond
+
+func (l loadRetry) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := l.rt.RoundTrip(r)
+	if err != nil || resp.StatusCode != http.StatusInternalServerError ||
+		r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return resp, err
+	}
+	select {
+	case <-r.Context().Done():
+		return resp, nil
+	case <-time.After(loadRetryDelay):
+	}
+	again, err := l.rt.RoundTrip(r)
+	if err != nil {
+		return resp, nil //nolint:nilerr // the first answer stands
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
+	return again, nil
 }
 
 // decodeBody undoes the content encodings Spark's Jetty can apply (gzip,

@@ -221,3 +221,39 @@ func TestUpstreamUnaskedEncoding(t *testing.T) {
 			resp.StatusCode, resp.Header.Get("Content-Encoding"), body)
 	}
 }
+
+// TestHistoryServerLoading500AskedAgain: a History Server's 500 to a GET
+// (its race while it loads a just-listed app) is asked once more, and the
+// second answer is the user's; a persistent 500 still reaches the user
+// after two asks, and a driver's 500 is passed on as it is.
+func TestHistoryServerLoading500AskedAgain(t *testing.T) {
+	h := newHarness(t, nil)
+	count := func(b *backend, path string) int {
+		n := 0
+		for _, q := range b.requests() {
+			if q.Path == path {
+				n++
+			}
+		}
+		return n
+	}
+	for _, tc := range []struct {
+		name, path string
+		b          *backend
+		upstream   string
+		status     int
+		asks       int
+	}{
+		{"History Server, loading", "/hs/main/history/" + appHistory + "/loading500/", h.hs, "/history/" + appHistory + "/loading500/", http.StatusOK, 2},
+		{"History Server, broken", "/hs/main/history/" + appHistory + "/always500/", h.hs, "/history/" + appHistory + "/always500/", http.StatusInternalServerError, 2},
+		{"driver", "/app/" + appLive + "/loading500/", h.drv, "/loading500/", http.StatusInternalServerError, 1},
+	} {
+		resp, body := h.do(t, "GET", tc.path, "alice", nil)
+		if resp.StatusCode != tc.status {
+			t.Errorf("%s: GET %s = %d %q; want %d", tc.name, tc.path, resp.StatusCode, body, tc.status)
+		}
+		if n := count(tc.b, tc.upstream); n != tc.asks {
+			t.Errorf("%s: upstream asked %d times; want %d", tc.name, n, tc.asks)
+		}
+	}
+}
