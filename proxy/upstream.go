@@ -199,37 +199,43 @@ func (u *upstreams) newReverseProxy(t *upstreamTarget) *httputil.ReverseProxy {
 	}
 }
 
-// loadRetry asks a History Server once more, after loadRetryDelay, when it
+// loadRetry asks a History Server again, after loadRetryDelays, while it
 // answers a GET or HEAD with 500. A History Server that has just listed an
 // app loads its UI on the first requests for it, and requests that arrive
-// together while it attaches the app's handlers can meet a half-built
-// filter chain: Jetty answers 500 (a NullPointerException in
-// FilterHolder.doFilter, seen with 4.0.5 and 4.3.0 in TestACL/finished).
-// Asked again a moment later, the server answers as it should. Only
-// requests without a body get here (the guard refuses the rest), so the
-// second ask is the same request.
+// while it attaches the app's handlers meet a half-built filter chain:
+// Jetty answers 500 (a NullPointerException in FilterHolder.doFilter, seen
+// with 4.0.5 and 4.3.0 in TestACL/finished, for longer than 100 ms on a
+// busy machine). Asked again a moment later, the server answers as it
+// should. Only requests without a body get here (the guard refuses the
+// rest), so each ask is the same request; a page that always fails costs
+// its user the delays' 1.5 s.
 type loadRetry struct{ rt http.RoundTripper }
 
-const loadRetryDelay = 100 * time.Millisecond
+var loadRetryDelays = []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond}
 
 func (l loadRetry) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := l.rt.RoundTrip(r)
-	if err != nil || resp.StatusCode != http.StatusInternalServerError ||
-		r.Method != http.MethodGet && r.Method != http.MethodHead {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return resp, err
 	}
-	select {
-	case <-r.Context().Done():
-		return resp, nil
-	case <-time.After(loadRetryDelay):
+	for _, d := range loadRetryDelays {
+		if err != nil || resp.StatusCode != http.StatusInternalServerError {
+			break
+		}
+		select {
+		case <-r.Context().Done():
+			return resp, nil
+		case <-time.After(d):
+		}
+		again, err := l.rt.RoundTrip(r)
+		if err != nil {
+			return resp, nil //nolint:nilerr // the last answer stands
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		_ = resp.Body.Close()
+		resp = again
 	}
-	again, err := l.rt.RoundTrip(r)
-	if err != nil {
-		return resp, nil //nolint:nilerr // the first answer stands
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	_ = resp.Body.Close()
-	return again, nil
+	return resp, err
 }
 
 // decodeBody undoes the content encodings Spark's Jetty can apply (gzip,
