@@ -136,6 +136,23 @@ func newBackend(t testing.TB) *backend {
 			_, _ = io.WriteString(w, strings.Repeat(jobsPage, 40))
 		case p == "/slow":
 			<-r.Context().Done()
+		case strings.HasSuffix(p, "/reloading/"):
+			// A History Server loading an app: a redirect to the same URL
+			// while it loads (the first two asks).
+			b.mu.Lock()
+			n := 0
+			for _, q := range b.reqs {
+				if q.Path == p {
+					n++
+				}
+			}
+			b.mu.Unlock()
+			if n <= 2 {
+				w.Header().Set("Location", "http://"+r.Host+r.URL.RequestURI())
+				w.WriteHeader(http.StatusFound)
+				return
+			}
+			_, _ = io.WriteString(w, "loaded "+p)
 		case strings.HasSuffix(p, "/loading500/"), strings.HasSuffix(p, "/always500/"):
 			// A History Server loading an app: 500 to the first ask
 			// (loadRetry), or to every ask.

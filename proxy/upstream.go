@@ -200,15 +200,22 @@ func (u *upstreams) newReverseProxy(t *upstreamTarget) *httputil.ReverseProxy {
 }
 
 // loadRetry asks a History Server again, after loadRetryDelays, while it
-// answers a GET or HEAD with 500. A History Server that has just listed an
-// app loads its UI on the first requests for it, and requests that arrive
-// while it attaches the app's handlers meet a half-built filter chain:
-// Jetty answers 500 (a NullPointerException in FilterHolder.doFilter, seen
-// with 4.0.5 and 4.3.0 in TestACL/finished, for longer than 100 ms on a
-// busy machine). Asked again a moment later, the server answers as it
-// should. Only requests without a body get here (the guard refuses the
-// rest), so each ask is the same request; a page that always fails costs
-// its user the delays' 1.5 s.
+// answers a GET or HEAD for an app it is still loading. A History Server
+// loads an app's UI on the first requests for it (again when the app has
+// changed since it was loaded, as when one that was running completes),
+// and meanwhile it answers:
+//   - 500, when a request meets the app's handlers half attached (a
+//     NullPointerException in Jetty's FilterHolder.doFilter, seen with
+//     4.0.5 and 4.3.0 in TestACL/finished, for over 100 ms on a busy
+//     machine);
+//   - a redirect to the very same URL, its way of saying "reload", given
+//     as fast as it is followed (over 20 times in 40 ms, more than a
+//     browser follows before it shows "too many redirects").
+//
+// Asked again a moment later, the server answers as it should. Only
+// requests without a body get here (the guard refuses the rest), so each
+// ask is the same request; a page that always fails costs its user the
+// delays' 1.5 s, then gets the server's answer.
 type loadRetry struct{ rt http.RoundTripper }
 
 var loadRetryDelays = []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond}
@@ -219,7 +226,7 @@ func (l loadRetry) RoundTrip(r *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	for _, d := range loadRetryDelays {
-		if err != nil || resp.StatusCode != http.StatusInternalServerError {
+		if err != nil || !stillLoading(r, resp) {
 			break
 		}
 		select {
@@ -236,6 +243,19 @@ func (l loadRetry) RoundTrip(r *http.Request) (*http.Response, error) {
 		resp = again
 	}
 	return resp, err
+}
+
+// stillLoading reports whether resp is a History Server's answer while it
+// loads the app r asks for: a 500, or a redirect to r's own URL.
+func stillLoading(r *http.Request, resp *http.Response) bool {
+	switch resp.StatusCode {
+	case http.StatusInternalServerError:
+		return true
+	case http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect:
+		loc, err := r.URL.Parse(resp.Header.Get("Location"))
+		return err == nil && loc.Host == r.URL.Host && loc.Path == r.URL.Path && loc.RawQuery == r.URL.RawQuery
+	}
+	return false
 }
 
 // decodeBody undoes the content encodings Spark's Jetty can apply (gzip,

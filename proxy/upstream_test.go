@@ -222,9 +222,9 @@ func TestUpstreamUnaskedEncoding(t *testing.T) {
 	}
 }
 
-// TestHistoryServerLoading500AskedAgain: a History Server's 500 to a GET
-// (its race while it loads a just-listed app) is asked again, and the
-// first good answer is the user's; a persistent 500 still reaches the user
+// TestHistoryServerLoading500AskedAgain: a History Server's 500 to a GET,
+// or its redirect to the same URL (while it loads a just-listed app), is
+// asked again, and the first good answer is the user's; a persistent 500 still reaches the user
 // after every ask, and a driver's 500 is passed on as it is.
 func TestHistoryServerLoading500AskedAgain(t *testing.T) {
 	h := newHarness(t, nil)
@@ -246,6 +246,7 @@ func TestHistoryServerLoading500AskedAgain(t *testing.T) {
 	}{
 		{"History Server, loading", "/hs/main/history/" + appHistory + "/loading500/", h.hs, "/history/" + appHistory + "/loading500/", http.StatusOK, 2},
 		{"History Server, broken", "/hs/main/history/" + appHistory + "/always500/", h.hs, "/history/" + appHistory + "/always500/", http.StatusInternalServerError, 1 + len(loadRetryDelays)},
+		{"History Server, reloading", "/hs/main/history/" + appHistory + "/reloading/", h.hs, "/history/" + appHistory + "/reloading/", http.StatusOK, 3},
 		{"driver", "/app/" + appLive + "/loading500/", h.drv, "/loading500/", http.StatusInternalServerError, 1},
 	} {
 		resp, body := h.do(t, "GET", tc.path, "alice", nil)
