@@ -139,14 +139,7 @@ func newBackend(t testing.TB) *backend {
 		case strings.HasSuffix(p, "/reloading/"):
 			// A History Server loading an app: a redirect to the same URL
 			// while it loads (the first two asks).
-			b.mu.Lock()
-			n := 0
-			for _, q := range b.reqs {
-				if q.Path == p {
-					n++
-				}
-			}
-			b.mu.Unlock()
+			n := b.count(p)
 			if n <= 2 {
 				w.Header().Set("Location", "http://"+r.Host+r.URL.RequestURI())
 				w.WriteHeader(http.StatusFound)
@@ -156,14 +149,7 @@ func newBackend(t testing.TB) *backend {
 		case strings.HasSuffix(p, "/loading500/"), strings.HasSuffix(p, "/always500/"):
 			// A History Server loading an app: 500 to the first ask
 			// (loadRetry), or to every ask.
-			b.mu.Lock()
-			n := 0
-			for _, q := range b.reqs {
-				if q.Path == p {
-					n++
-				}
-			}
-			b.mu.Unlock()
+			n := b.count(p)
 			if n == 1 || strings.HasSuffix(p, "/always500/") {
 				http.Error(w, "java.lang.NullPointerException", http.StatusInternalServerError)
 				return
@@ -188,6 +174,19 @@ func (b *backend) requests() []seen {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return append([]seen(nil), b.reqs...)
+}
+
+// count returns how many requests for path the backend received.
+func (b *backend) count(path string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, q := range b.reqs {
+		if q.Path == path {
+			n++
+		}
+	}
+	return n
 }
 
 func (b *backend) last(t testing.TB) seen {

@@ -228,15 +228,6 @@ func TestUpstreamUnaskedEncoding(t *testing.T) {
 // after every ask, and a driver's 500 is passed on as it is.
 func TestHistoryServerLoading500AskedAgain(t *testing.T) {
 	h := newHarness(t, nil)
-	count := func(b *backend, path string) int {
-		n := 0
-		for _, q := range b.requests() {
-			if q.Path == path {
-				n++
-			}
-		}
-		return n
-	}
 	for _, tc := range []struct {
 		name, path string
 		b          *backend
@@ -253,7 +244,7 @@ func TestHistoryServerLoading500AskedAgain(t *testing.T) {
 		if resp.StatusCode != tc.status {
 			t.Errorf("%s: GET %s = %d %q; want %d", tc.name, tc.path, resp.StatusCode, body, tc.status)
 		}
-		if n := count(tc.b, tc.upstream); n != tc.asks {
+		if n := tc.b.count(tc.upstream); n != tc.asks {
 			t.Errorf("%s: upstream asked %d times; want %d", tc.name, n, tc.asks)
 		}
 	}
