@@ -11,8 +11,9 @@
 // changing, the cost per app (the differences to the empty gateway), the
 // drivers' time to routable from the gateway's log (verify_took), and
 // how long after the History Server lists a just-finished app its ACLs
-// are read while a user asks for it. It must not be used for anything but
-// loopback benchmarks.
+// are read while a user asks for it, and, with every app known, how long
+// a driver that starts later takes from its log line to the user's first
+// page. It must not be used for anything but loopback benchmarks.
 package main
 
 import (
@@ -96,6 +97,16 @@ type result struct {
 	finished                         bool
 	listWait, aclDelay, userRoutable time.Duration
 	userTries                        int
+	// drivers started after the gateway settled (largest run only): from
+	// the log line to the user's first 200, and the gateway's log figures
+	late []lateDriver
+}
+
+// lateDriver is one driver announced by a log line once the gateway knows
+// every other app.
+type lateDriver struct {
+	id                                    string
+	toPage, sinceLogLine, verify time.Duration
 }
 
 type timing struct {
@@ -152,6 +163,10 @@ func measure(o options, nApps, nDrivers int, finishing bool) (result, error) {
 	}
 	if nDrivers == 0 {
 		c.WriteString("    []\n")
+	}
+	lateGlob := filepath.Join(o.dir, name+"-late-*.log")
+	if finishing {
+		fmt.Fprintf(&c, "  logs:\n    - {paths: [%q]}\n", lateGlob)
 	}
 	if err := os.WriteFile(conf, []byte(strings.Replace(c.String(), "  static:\n    []\n", "  static: []\n", 1)), 0o600); err != nil {
 		return r, fmt.Errorf("writing config: %w", err)
@@ -256,11 +271,96 @@ func measure(o options, nApps, nDrivers int, finishing bool) (result, error) {
 			return r, fmt.Errorf("the just-finished app: listed %v, ACLs read %v", listed, env)
 		}
 		r.listWait, r.aclDelay, r.userRoutable, r.userTries = listed.Sub(added), env.Sub(listed), done.Sub(listed), tries
+		if r.late, err = startLate(o, client, base, strings.Replace(lateGlob, "*", "%d", 1), nDrivers, started, &servers); err != nil {
+			return r, err
+		}
 	}
 	cancel()
 	_ = cmd.Wait()
 	r.verify, err = verifyTimes(logPath)
-	return r, err
+	if err != nil {
+		return r, err
+	}
+	return r, lateTimes(logPath, r.late)
+}
+
+// lateDrivers is how many drivers startLate announces, one at a time.
+const lateDrivers = 7
+
+// startLate starts drivers one at a time once the gateway knows every
+// other app, each announced by a Spark 3.5.9 log line in a file the
+// gateway follows, and times the user's first 200 for its jobs page from
+// the moment the line is written (the user asks every 5 ms). The drivers
+// are ones the user may view (their ACLs name her).
+func startLate(o options, client *http.Client, base, logPattern string, first int, started time.Time, servers *[]*http.Server) ([]lateDriver, error) {
+	var out []lateDriver
+	for k := range lateDrivers {
+		i := first + 3*k + (3-first%3)%3 // i%3 == 0: viewable
+		d := newDriver(i, started)
+		u, err := serve(d, servers)
+		if err != nil {
+			return out, err
+		}
+		port := u[strings.LastIndexByte(u, ':')+1:]
+		line := fmt.Sprintf("26/12/01 10:00:00 INFO Utils: Successfully started service 'SparkUI' on port %s.\n"+
+			"26/12/01 10:00:00 INFO SparkUI: Bound SparkUI to 0.0.0.0, and started at http://127.0.0.1:%s\n", port, port)
+		wrote := time.Now()
+		if err := os.WriteFile(fmt.Sprintf(logPattern, k), []byte(line), 0o600); err != nil {
+			return out, fmt.Errorf("writing a driver log: %w", err)
+		}
+		for {
+			resp, err := client.Get(base + "/app/" + d.id + "/jobs/")
+			if err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			if time.Since(wrote) > time.Minute {
+				return out, fmt.Errorf("late driver %s: no 200 a minute after its log line (last: %v)", d.id, err)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		out = append(out, lateDriver{id: d.id, toPage: time.Since(wrote)})
+		time.Sleep(o.interval / 2) // apart, so each is timed alone
+	}
+	return out, nil
+}
+
+// lateTimes fills in the late drivers' since_log_line and verify_took from
+// their "driver found" lines.
+func lateTimes(logPath string, late []lateDriver) error {
+	if len(late) == 0 {
+		return nil
+	}
+	b, err := os.ReadFile(logPath) //nolint:gosec // this tool's own log file
+	if err != nil {
+		return fmt.Errorf("reading log: %w", err)
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		var l struct {
+			Msg    string  `json:"msg"`
+			AppID  string  `json:"app_id"`
+			Since  float64 `json:"since_log_line"`
+			Verify float64 `json:"verify_took"`
+		}
+		if json.Unmarshal([]byte(line), &l) != nil || l.Msg != "driver found" {
+			continue
+		}
+		for i := range late {
+			if late[i].id == l.AppID {
+				late[i].sinceLogLine = time.Duration(l.Since * float64(time.Second))
+				late[i].verify = time.Duration(l.Verify * float64(time.Second))
+			}
+		}
+	}
+	for _, d := range late {
+		if d.sinceLogLine == 0 {
+			return fmt.Errorf("late driver %s: no \"driver found\" line with since_log_line in %s", d.id, logPath)
+		}
+	}
+	return nil
 }
 
 // freePort is a loopback port free a moment ago: the gateway's sign-in URL
@@ -447,6 +547,20 @@ func report(w io.Writer, o options, res []result) {
 			float64(r.rssKB-base.rssKB)*1024/float64(n), float64(r.cpuPerRound-base.cpuPerRound)/float64(time.Microsecond)/float64(n))
 	}
 	for _, r := range res {
+		if len(r.late) > 0 {
+			pick := func(f func(lateDriver) time.Duration) string {
+				var v []time.Duration
+				for _, d := range r.late {
+					v = append(v, f(d))
+				}
+				slices.Sort(v)
+				return fmt.Sprintf("%s / %s / %s", ms(v[0]), ms(v[len(v)/2]), ms(v[len(v)-1]))
+			}
+			p("\nDrivers started after the gateway knew all %d apps (%d, one at a time, each announced by Spark's SparkUI log line in a followed file; min / median / max):\n\n| from | to | time |\n|---|---|---:|\n", r.apps+r.drivers, len(r.late))
+			p("| the log line written | the user's first 200 for the driver's jobs page (asked every 5 ms) | %s |\n", pick(func(d lateDriver) time.Duration { return d.toPage }))
+			p("| the log line written | the gateway registers the driver (since_log_line; includes the log poll) | %s |\n", pick(func(d lateDriver) time.Duration { return d.sinceLogLine }))
+			p("| the driver's verification starts | registered (verify_took: the gateway's share once Spark's REST answers) | %s |\n", pick(func(d lateDriver) time.Duration { return d.verify }))
+		}
 		if r.finished {
 			p("\nA just-finished app (the History Server starts listing it; the user asks for its REST jobs every 20 ms from then on): the gateway's next poll listed it %s after it was added; its ACLs were read from the History Server %s after that listing; the user's request answered 200 %s after the listing (%d tries).\n",
 				ms(r.listWait), ms(r.aclDelay), ms(r.userRoutable), r.userTries)
