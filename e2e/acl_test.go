@@ -76,6 +76,7 @@ const aclSecret = "e2e-client-secret-not-secret"
 // aclEnv is what TestACL's subtests share for one Spark version.
 type aclEnv struct {
 	home    SparkHome
+	root    string // the repository, for drivers started by subtests
 	dir     string
 	op      *OIDCProvider
 	hs      *HistoryServer
@@ -115,6 +116,7 @@ func TestACL(t *testing.T) {
 			t.Run("return URLs", e.checkReturnURLs)
 			t.Run("prometheus", e.checkPrometheus)
 			t.Run("why not", e.checkWhyNot)
+			t.Run("started", e.checkStarted)
 			t.Run("finished", e.checkFinished) // stops apps: last
 		})
 	}
@@ -130,7 +132,7 @@ func (s *suite) startACL(t *testing.T, home SparkHome) *aclEnv {
 			t.Fatal(err)
 		}
 	}
-	e := &aclEnv{home: home, dir: dir, apps: aclApps(), clients: map[string]*http.Client{}}
+	e := &aclEnv{home: home, root: s.root, dir: dir, apps: aclApps(), clients: map[string]*http.Client{}}
 	gwPort, err := FreePort()
 	if err != nil {
 		t.Fatal(err)
