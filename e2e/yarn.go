@@ -4,7 +4,10 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -38,8 +41,10 @@ type MiniYARN struct {
 
 var reMiniYARNReady = regexp.MustCompile(`MINIYARN READY rm_web=(\S+) rm=\S+ nm_web=(\S+)`)
 
-// YARNInstalled reports whether scripts/setup-yarn.sh has run: the
-// harness's class and its class path are under .cache/yarn.
+// YARNInstalled reports whether scripts/setup-yarn.sh has run for this
+// checkout: the harness's class and its class path are under .cache/yarn,
+// built from the current e2e/yarn/pom.xml and MiniYarn.java (the script's
+// stamp is their SHA-256).
 func YARNInstalled(root string) error {
 	for _, p := range []string{
 		filepath.Join(root, ".cache", "yarn", "classes", "MiniYarn.class"),
@@ -48,6 +53,21 @@ func YARNInstalled(root string) error {
 		if _, err := os.Stat(p); err != nil {
 			return fmt.Errorf("YARN parts missing (run scripts/setup.sh): %w", err)
 		}
+	}
+	h := sha256.New()
+	for _, f := range []string{"pom.xml", "MiniYarn.java"} {
+		b, err := os.ReadFile(filepath.Join(root, "e2e", "yarn", f))
+		if err != nil {
+			return fmt.Errorf("reading the YARN harness: %w", err)
+		}
+		h.Write(b)
+	}
+	stamp, err := os.ReadFile(filepath.Join(root, ".cache", "yarn", ".inputs.sha256"))
+	if err != nil {
+		return fmt.Errorf("YARN parts missing (run scripts/setup.sh): %w", err)
+	}
+	if strings.TrimSpace(string(stamp)) != hex.EncodeToString(h.Sum(nil)) {
+		return errors.New("the YARN harness in .cache/yarn is built from another e2e/yarn/pom.xml or MiniYarn.java (run scripts/setup.sh)")
 	}
 	return nil
 }
