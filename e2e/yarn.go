@@ -4,15 +4,21 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,13 +32,19 @@ type MiniYARN struct {
 	ConfDir string // HADOOP_CONF_DIR: the cluster's yarn-site.xml and core-site.xml
 	WebURL  string // the ResourceManager's web UI, REST API and web proxy
 	WebPort int
-	stdin   io.WriteCloser
+	// NMWebURL is the NodeManager's own web server (its container log
+	// pages and REST API), as the ResourceManager lists it.
+	NMWebURL string
+	workDir  string
+	stdin    io.WriteCloser
 }
 
-var reMiniYARNReady = regexp.MustCompile(`MINIYARN READY rm_web=(\S+)`)
+var reMiniYARNReady = regexp.MustCompile(`MINIYARN READY rm_web=(\S+) rm=\S+ nm_web=(\S+)`)
 
-// YARNInstalled reports whether scripts/setup-yarn.sh has run: the
-// harness's class and its class path are under .cache/yarn.
+// YARNInstalled reports whether scripts/setup-yarn.sh has run for this
+// checkout: the harness's class and its class path are under .cache/yarn,
+// built from the current e2e/yarn/pom.xml and MiniYarn.java (the script's
+// stamp is their SHA-256).
 func YARNInstalled(root string) error {
 	for _, p := range []string{
 		filepath.Join(root, ".cache", "yarn", "classes", "MiniYarn.class"),
@@ -41,6 +53,21 @@ func YARNInstalled(root string) error {
 		if _, err := os.Stat(p); err != nil {
 			return fmt.Errorf("YARN parts missing (run scripts/setup.sh): %w", err)
 		}
+	}
+	h := sha256.New()
+	for _, f := range []string{"pom.xml", "MiniYarn.java"} {
+		b, err := os.ReadFile(filepath.Join(root, "e2e", "yarn", f))
+		if err != nil {
+			return fmt.Errorf("reading the YARN harness: %w", err)
+		}
+		h.Write(b)
+	}
+	stamp, err := os.ReadFile(filepath.Join(root, ".cache", "yarn", ".inputs.sha256"))
+	if err != nil {
+		return fmt.Errorf("YARN parts missing (run scripts/setup.sh): %w", err)
+	}
+	if strings.TrimSpace(string(stamp)) != hex.EncodeToString(h.Sum(nil)) {
+		return errors.New("the YARN harness in .cache/yarn is built from another e2e/yarn/pom.xml or MiniYarn.java (run scripts/setup.sh)")
 	}
 	return nil
 }
@@ -83,13 +110,13 @@ func StartMiniYARN(ctx context.Context, root, dir string) (*MiniYARN, error) {
 	if err != nil {
 		return nil, err
 	}
-	y := &MiniYARN{Proc: p, Watch: WatchLog(logPath), ConfDir: conf, stdin: stdin}
+	y := &MiniYARN{Proc: p, Watch: WatchLog(logPath), ConfDir: conf, workDir: work, stdin: stdin}
 	m, _, err := y.Watch.WaitFor(ctx, reMiniYARNReady, p.Exited)
 	if err != nil {
 		y.Stop()
 		return nil, fmt.Errorf("miniyarn: %w\n%s", err, y.Watch.Tail(40))
 	}
-	y.WebURL = m[1]
+	y.WebURL, y.NMWebURL = m[1], m[2]
 	u, err := url.Parse(y.WebURL)
 	if err != nil {
 		y.Stop()
@@ -103,6 +130,33 @@ func StartMiniYARN(ctx context.Context, root, dir string) (*MiniYARN, error) {
 // must never appear in a page served by the gateway.
 func (y *MiniYARN) HostPorts() []string {
 	return []string{fmt.Sprintf("127.0.0.1:%d", y.WebPort), fmt.Sprintf("localhost:%d", y.WebPort)}
+}
+
+// ContainerLogFile is the path of a container's log file (stdout,
+// stderr) in the NodeManager's log directory, which MiniYARNCluster keeps
+// under target/ of its working directory, in a directory named
+// <cluster>-logDir-nm-<n>_<dir>, as <app>/<container>/<type>.
+func (y *MiniYARN) ContainerLogFile(appID, container, typ string) (string, error) {
+	var found []string
+	err := filepath.WalkDir(filepath.Join(y.workDir, "target"), func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return nil //nolint:nilerr // a directory removed meanwhile (a finished app's) is no failure
+		}
+		if e.IsDir() && strings.Contains(e.Name(), "-logDir-nm-") {
+			if _, err := os.Stat(filepath.Join(p, appID, container, typ)); err == nil {
+				found = append(found, filepath.Join(p, appID, container, typ))
+			}
+			return fs.SkipDir
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("finding the log of %s: %w", container, err)
+	}
+	if len(found) != 1 {
+		return "", fmt.Errorf("%d files for the %s of %s in the NodeManager's log dirs: %v", len(found), typ, container, found)
+	}
+	return found[0], nil
 }
 
 // YARNApp is the part of the ResourceManager's app report the tests read.
@@ -155,6 +209,7 @@ type YARNDriverOptions struct {
 	Name    string // spark.app.name; also the log file's base name
 	WorkDir string // cwd, staging dir, event logs and the stop file
 	LogPath string // spark-submit's stdout and stderr
+	Confs   map[string]string
 }
 
 // StartYARNDriver runs spark-submit --master yarn --deploy-mode client with
@@ -176,10 +231,13 @@ func StartYARNDriver(ctx context.Context, root string, home SparkHome, y *MiniYA
 		"--conf", "spark.yarn.jars=local:" + filepath.Join(home.Home, "jars", "*"),
 		"--conf", "spark.yarn.stagingDir=file:" + filepath.Join(opt.WorkDir, "staging"),
 		"--conf", "spark.driver.host=127.0.0.1",
-		"--conf", "spark.ui.port=0",
-		filepath.Join(root, "e2e", "spark", "app.py"),
+		"--conf", "spark.ui.port=0"}
+	for _, k := range slices.Sorted(maps.Keys(opt.Confs)) {
+		args = append(args, "--conf", k+"="+opt.Confs[k])
+	}
+	args = append(args, filepath.Join(root, "e2e", "spark", "app.py"),
 		"--master", "yarn", "--light", "--long-job",
-		"--name", opt.Name, "--event-dir", events, "--stop-file", stop}
+		"--name", opt.Name, "--event-dir", events, "--stop-file", stop)
 	cmd := exec.Command("bash", args...)
 	cmd.Dir = opt.WorkDir
 	// pip's pyspark has no python/lib/pyspark.zip for the containers; the

@@ -3,15 +3,19 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"os/user"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,8 +27,10 @@ var yarnTabs = []string{"jobs/", "jobs/job/", "stages/", "stages/stage/", "stora
 // TestYARN runs a one-node YARN cluster (MiniYARNCluster) and, per Spark
 // version, submits app.py to it in client mode, finds it through the
 // gateway's YARN source (the ResourceManager's RUNNING apps and their web
-// proxy), crawls it, tries to kill it, stops it and checks the gateway no
-// longer serves it as running.
+// proxy), crawls it, reads an executor's logs from the NodeManager through
+// the gateway (and is refused them as a user outside the app's view ACL),
+// tries to kill it, stops it and checks the gateway no longer serves it as
+// running.
 func TestYARN(t *testing.T) {
 	s := newSuite(t)
 	s.requireGateway(t)
@@ -47,12 +53,21 @@ func TestYARN(t *testing.T) {
 		t.Fatal(err)
 	}
 	gw, client := s.localGateway(ctx, t, gwDir, GatewayOptions{YARN: []string{y.WebURL}})
+	// A second gateway on the same cluster for a user the apps' view ACLs
+	// leave out (mallory), told to say 403.
+	deniedDir := filepath.Join(dir, "gateway-mallory")
+	if err := mkdir(deniedDir); err != nil {
+		t.Fatal(err)
+	}
+	denied, deniedClient := s.localGateway(ctx, t, deniedDir, GatewayOptions{YARN: []string{y.WebURL},
+		Auth:  map[string]any{"mode": "local", "local": map[string]any{"user": "mallory"}},
+		Proxy: map[string]any{"kill": "deny", "reveal_denied": true}})
 	for _, home := range homes {
-		t.Run(home.Version, func(t *testing.T) { s.runYARN(t, home, y, gw, client, dir) })
+		t.Run(home.Version, func(t *testing.T) { s.runYARN(t, home, y, gw, client, denied, deniedClient, dir) })
 	}
 }
 
-func (s *suite) runYARN(t *testing.T, home SparkHome, y *MiniYARN, gw *Gateway, client *http.Client, dir string) {
+func (s *suite) runYARN(t *testing.T, home SparkHome, y *MiniYARN, gw *Gateway, client *http.Client, denied *Gateway, deniedClient *http.Client, dir string) {
 	ctx := ctxFor(t, 4*time.Minute)
 	name := "yarn-" + strings.ReplaceAll(home.Version, ".", "_")
 	work := filepath.Join(dir, name)
@@ -60,7 +75,11 @@ func (s *suite) runYARN(t *testing.T, home SparkHome, y *MiniYARN, gw *Gateway, 
 		t.Fatal(err)
 	}
 	t0 := time.Now()
-	d, err := StartYARNDriver(ctx, s.root, home, y, YARNDriverOptions{Name: name, WorkDir: work, LogPath: filepath.Join(work, "driver.log")})
+	d, err := StartYARNDriver(ctx, s.root, home, y, YARNDriverOptions{Name: name, WorkDir: work, LogPath: filepath.Join(work, "driver.log"),
+		// The app's view ACL: its owner, and the user the ResourceManager's
+		// web proxy forwards anonymous requests (the gateway's) as, Hadoop's
+		// hadoop.http.staticuser.user; mallory is left out.
+		Confs: map[string]string{"spark.acls.enable": "true", "spark.ui.view.acls": "dr.who"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +111,7 @@ func (s *suite) runYARN(t *testing.T, home SparkHome, y *MiniYARN, gw *Gateway, 
 
 	t.Run("listed", func(t *testing.T) { checkYARNListed(ctx, t, gw, client, d, rmApp) })
 	t.Run("crawl", func(t *testing.T) { s.checkYARNCrawl(t, gw, client, d, y) })
-	t.Run("executor logs", func(t *testing.T) { checkYARNExecutorLogs(ctx, t, gw, client, d) })
+	t.Run("executor logs", func(t *testing.T) { checkYARNExecutorLogs(ctx, t, gw, client, d, y, deniedClient, denied.URL) })
 	t.Run("kill", func(t *testing.T) { checkYARNKill(ctx, t, gw, client, d) })
 	t.Run("stopped", func(t *testing.T) { checkYARNStopped(ctx, t, gw, client, d, y) })
 }
@@ -321,14 +340,21 @@ func firstAnswer(ctx context.Context, c *http.Client, u string) (int, string, er
 	return resp.StatusCode, resp.Header.Get("Location"), nil
 }
 
-var reContainerLogs = regexp.MustCompile(`https?://[^"/]+/node/containerlogs/`)
+var (
+	reContainerLogs = regexp.MustCompile(`https?://[^"/]+/node/containerlogs/`)
+	reLogRange      = regexp.MustCompile(`bytes (\d+)–(\d+) of (\d+)`)
+	reLogText       = regexp.MustCompile(`(?s)<pre class="log">(.*?)</pre>`)
+)
 
 // checkYARNExecutorLogs wants the executors list's log links (Spark's
 // NodeManager containerlogs URLs) rewritten to the gateway's log paths,
-// naming no NodeManager, and the gateway to accept Spark's link of an
-// executor as a container of the app on a NodeManager that the
-// ResourceManager lists.
-func checkYARNExecutorLogs(ctx context.Context, t *testing.T, gw *Gateway, c *http.Client, d *Driver) {
+// naming no NodeManager, and an executor's stderr and stdout read through
+// them from the real NodeManager: the download is the container's log file
+// in the NodeManager's log directory byte for byte, a page of the first or
+// the last 100 bytes shows exactly those bytes of the file, an offset the
+// NodeManager cannot serve is refused, and a user the app's view ACL leaves
+// out (denied, through a second gateway) gets 403 for every log path.
+func checkYARNExecutorLogs(ctx context.Context, t *testing.T, gw *Gateway, c *http.Client, d *Driver, y *MiniYARN, denied *http.Client, deniedURL string) {
 	u := fmt.Sprintf("%s/proxy/%s/api/v1/applications/%s/executors", gw.URL, d.AppID, d.AppID)
 	code, body, err := gatewayDo(ctx, c, http.MethodGet, u)
 	if err != nil || code != http.StatusOK {
@@ -349,28 +375,143 @@ func checkYARNExecutorLogs(ctx context.Context, t *testing.T, gw *Gateway, c *ht
 		if e.ID == "driver" {
 			continue
 		}
-		if want := "/app/" + d.AppID + "/_/logs/" + e.ID + "/stderr"; e.Logs["stderr"] != want {
-			t.Errorf("executor %s stderr link = %q; want %q", e.ID, e.Logs["stderr"], want)
+		for _, typ := range []string{"stdout", "stderr"} {
+			if want := "/app/" + d.AppID + "/_/logs/" + e.ID + "/" + typ; e.Logs[typ] != want {
+				t.Errorf("executor %s %s link = %q; want %q", e.ID, typ, e.Logs[typ], want)
+			}
 		}
 		exec = e.ID
 	}
 	if exec == "" {
 		t.Fatalf("the executors list has no executor: %s", body)
 	}
-	// The log path accepts Spark's link as a container of this app on a
-	// NodeManager the ResourceManager lists (a refused claim is 404 "not
-	// served"). Reading the log itself is not proven here: MiniYarn.java
-	// points the JVM-wide Guice filter at the ResourceManager's web app,
-	// so this one-JVM cluster's NodeManager answers its REST API with the
-	// RM's 404 (unit tests read a NodeManager's answer:
-	// TestContainerLogPage).
-	page := gw.URL + "/app/" + d.AppID + "/_/logs/" + exec + "/stderr"
-	code, pbody, err := gatewayDo(ctx, c, http.MethodGet, page)
-	if err != nil || code == http.StatusNotFound {
-		t.Errorf("GET %s = %d, %v; want the claim accepted (not 404)\n%.1500s", page, code, err, pbody)
+
+	// Spark's own link (from the driver, not through the gateway) names the
+	// executor's container and NodeManager; the NodeManager answers it
+	// with its own page (in this one-JVM cluster that needs MiniYarn.java's
+	// pinWebApps).
+	container := ""
+	if err := getJSONDirect(ctx, d.UIURL()+"/api/v1/applications/"+d.AppID+"/executors", &execs); err != nil {
+		t.Fatal(err)
 	}
-	if reContainerLogs.Match(pbody) {
-		t.Errorf("the log page names the NodeManager")
+	for _, e := range execs {
+		if e.ID != exec {
+			continue
+		}
+		lu, err := url.Parse(e.Logs["stderr"])
+		if err != nil || !strings.HasPrefix(e.Logs["stderr"], y.NMWebURL+"/node/containerlogs/") {
+			t.Fatalf("Spark's stderr link of executor %s = %q; want one on the NodeManager %s", exec, e.Logs["stderr"], y.NMWebURL)
+		}
+		container = strings.Split(lu.Path, "/")[3]
+		a, err := Get(ctx, http.DefaultClient, e.Logs["stderr"], nil)
+		if err != nil || a.Status != http.StatusOK || !strings.Contains(string(a.Body), container) {
+			t.Errorf("the NodeManager's own page at Spark's link %s = %d, %v; want 200 naming %s:\n%.600s", e.Logs["stderr"], a.Status, err, container, a.Body)
+		}
 	}
-	t.Logf("executor %s stderr through the gateway: status %d (%d bytes)", exec, code, len(pbody))
+	t.Logf("executor %s runs in %s on %s", exec, container, y.NMWebURL)
+
+	prefix := gw.URL + "/app/" + d.AppID + "/_/logs/" + exec + "/"
+	for _, typ := range []string{"stderr", "stdout"} {
+		file, err := y.ContainerLogFile(d.AppID, container, typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := Get(ctx, c, prefix+typ+"/raw", nil)
+		if err != nil || a.Status != http.StatusOK {
+			t.Fatalf("GET %s%s/raw = %d, %v: %.600s", prefix, typ, a.Status, err, a.Body)
+		}
+		after, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The file only grows: the download is at least what it held
+		// before and a prefix of what it holds after.
+		if len(a.Body) < len(before) || !bytes.HasPrefix(after, a.Body) {
+			t.Errorf("%s download: %d bytes; want the container's %s (%d bytes before, %d after) byte for byte:\n%.600q",
+				typ, len(a.Body), typ, len(before), len(after), a.Body)
+		}
+		t.Logf("%s: %d bytes downloaded through the gateway, the file has %d", typ, len(a.Body), len(after))
+		if typ == "stdout" {
+			continue
+		}
+		for _, line := range []string{"CoarseGrainedExecutorBackend", "Started daemon with process name"} {
+			if !bytes.Contains(a.Body, []byte(line)) {
+				t.Errorf("the executor's stderr lacks %q:\n%.1500s", line, a.Body)
+			}
+		}
+		if len(after) <= 200 {
+			t.Fatalf("the executor's stderr has %d bytes; the ranges below want more than 200", len(after))
+		}
+		// Pages: the default (the last 100 KiB or less), the first 100
+		// bytes, the last 100 bytes; each shows exactly that range.
+		for _, q := range []string{"", "?offset=0&byteLength=100", "?byteLength=100"} {
+			p, err := Get(ctx, c, prefix+typ+q, nil)
+			if err != nil || p.Status != http.StatusOK {
+				t.Errorf("GET %s%s%s = %d, %v: %.600s", prefix, typ, q, p.Status, err, p.Body)
+				continue
+			}
+			now, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, text := reLogRange.FindStringSubmatch(string(p.Body)), reLogText.FindStringSubmatch(string(p.Body))
+			if r == nil || text == nil {
+				t.Errorf("page %s%s has no range or no text:\n%.1500s", typ, q, p.Body)
+				continue
+			}
+			start, end, total := atoi64(r[1]), atoi64(r[2]), atoi64(r[3])
+			var want [2]int64
+			switch q {
+			case "":
+				want = [2]int64{max(0, total-100<<10), total}
+			case "?offset=0&byteLength=100":
+				want = [2]int64{0, 100}
+			default:
+				want = [2]int64{total - 100, total}
+			}
+			if [2]int64{start, end} != want || total < int64(len(before)) || total > int64(len(now)) {
+				t.Errorf("page %s%s shows bytes %d–%d of %d; want %d–%d of the file's %d–%d", typ, q, start, end, total, want[0], want[1], len(before), len(now))
+				continue
+			}
+			if got := html.UnescapeString(text[1]); got != string(now[start:end]) {
+				t.Errorf("page %s%s text %q; want the file's bytes %d–%d %q", typ, q, got, start, end, now[start:end])
+			}
+			t.Logf("page %s%s: bytes %d–%d of %d, as in the file", typ, q, start, end, total)
+		}
+		// A NodeManager serves a log's first or last bytes, not a middle.
+		if p, err := Get(ctx, c, prefix+typ+"?offset=50&byteLength=100", nil); err != nil || p.Status != http.StatusBadRequest {
+			t.Errorf("GET %s%s?offset=50 = %d, %v; want 400", prefix, typ, p.Status, err)
+		}
+	}
+
+	// A user outside the app's view ACL: refused (403 with
+	// proxy.reveal_denied) for the logs as for the app's pages, and no
+	// log text in the answer. Wait for the second gateway to have read
+	// the app's ACLs (503 until then).
+	dprefix := deniedURL + "/app/" + d.AppID
+	for {
+		a, err := Get(ctx, denied, dprefix+"/jobs/", nil)
+		if err == nil && a.Status == http.StatusForbidden {
+			break
+		}
+		if err == nil && a.Status != http.StatusServiceUnavailable && a.Status != http.StatusNotFound || ctx.Err() != nil {
+			t.Fatalf("denied user GET %s/jobs/ = %d, %v; want 403", dprefix, a.Status, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	for _, p := range []string{"stderr", "stderr/raw", "stdout", "stderr?offset=0&byteLength=100"} {
+		a, err := Get(ctx, denied, dprefix+"/_/logs/"+exec+"/"+p, nil)
+		if err != nil || a.Status != http.StatusForbidden || bytes.Contains(a.Body, []byte("CoarseGrainedExecutorBackend")) {
+			t.Errorf("denied user GET /_/logs/%s/%s = %d, %v; want 403 without the log:\n%.600s", exec, p, a.Status, err, a.Body)
+		}
+	}
+}
+
+func atoi64(s string) int64 {
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
 }

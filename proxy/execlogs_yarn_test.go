@@ -112,6 +112,21 @@ func TestContainerLogPage(t *testing.T) {
 	}
 }
 
+// An executor's stdout on YARN is usually empty: a NodeManager answers
+// its header with LogLength:0 (TestYARN meets it on Hadoop 3.3.4).
+func TestContainerLogEmpty(t *testing.T) {
+	nm, _ := fakeNodeManager(t, map[string]string{containerLogs + "/logs/stdout": ""})
+	h := yarnLogHarness(t, nm, true, nm.URL+"/node/containerlogs/"+containerLogs+"/alice/stdout?start=-4096")
+	base := "/app/" + appYarnLogs + "/_/logs/1/stdout"
+	resp, body := h.do(t, "GET", base, "alice", nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "bytes 0–0 of 0") || !strings.Contains(body, `<pre class="log"></pre>`) {
+		t.Errorf("GET %s = %d; want an empty page of bytes 0–0 of 0\n%s", base, resp.StatusCode, body)
+	}
+	if resp, body := h.do(t, "GET", base+"/raw", "alice", nil); resp.StatusCode != http.StatusOK || body != "" {
+		t.Errorf("download = %d, %q; want 200 and nothing", resp.StatusCode, body)
+	}
+}
+
 func TestContainerLogNoOpenProxy(t *testing.T) {
 	nm, seen := fakeNodeManager(t, map[string]string{containerLogs + "/logs/stdout": "x\n"})
 	for _, tc := range []struct {

@@ -10,7 +10,10 @@
 // it writes yarn-site.xml and core-site.xml into CONF_DIR (so HADOOP_CONF_DIR
 // can point there) and prints one line
 //
-//	MINIYARN READY rm_web=http://127.0.0.1:<port> rm=127.0.0.1:<port>
+//	MINIYARN READY rm_web=http://127.0.0.1:<port> rm=127.0.0.1:<port> nm_web=http://<host>:<port>
+//
+// Each daemon's web port serves its own web app (see pinWebApps), as in a
+// real cluster: the NodeManager's container log pages and REST API too.
 //
 // It stops the cluster when stdin closes or on SIGTERM.
 
@@ -22,6 +25,7 @@ import java.lang.reflect.Field;
 import java.lang.reflect.Method;
 
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.service.Service;
 import org.apache.hadoop.yarn.conf.YarnConfiguration;
 import org.apache.hadoop.yarn.server.MiniYARNCluster;
 
@@ -95,7 +99,7 @@ public final class MiniYarn {
       Thread.sleep(100);
     }
 
-    pinResourceManagerWebApp(cluster);
+    pinWebApps(cluster);
 
     Configuration eff = cluster.getConfig();
     write(eff, new File(confDir, "yarn-site.xml"));
@@ -104,8 +108,9 @@ public final class MiniYarn {
     core.set("hadoop.tmp.dir", eff.get("hadoop.tmp.dir"));
     write(core, new File(confDir, "core-site.xml"));
 
+    String nmWeb = cluster.getResourceManager().getRMContext().getRMNodes().values().iterator().next().getHttpAddress();
     System.out.println("MINIYARN READY rm_web=http://" + eff.get(YarnConfiguration.RM_WEBAPP_ADDRESS)
-        + " rm=" + eff.get(YarnConfiguration.RM_ADDRESS));
+        + " rm=" + eff.get(YarnConfiguration.RM_ADDRESS) + " nm_web=http://" + nmWeb);
     System.out.flush();
 
     // stdin closing (the harness went away) stops the cluster too.
@@ -118,33 +123,63 @@ public final class MiniYarn {
   }
 
   /**
-   * Points the process-wide Guice filter pipeline back at the
-   * ResourceManager's web app. Hadoop's web apps install Guice's filter by
-   * class name, so every GuiceFilter in the JVM shares one static pipeline,
-   * and the last web app started (the NodeManager's) serves both ports: the
-   * RM's REST API and its /proxy/ would answer with the NM's 404 page. This
-   * is a MiniYARNCluster artefact (real clusters run one daemon per JVM); the
-   * NodeManager's own web pages are the casualty, and nothing here needs
-   * them.
+   * Gives each web server of the cluster its own Guice filter pipeline.
+   * Hadoop's WebApps install Guice's filter by class name, so Jetty makes
+   * each server's GuiceFilter with the no-argument constructor, and such a
+   * filter dispatches to one static, JVM-wide pipeline: the one of the last
+   * injector created (the NodeManager's). In one JVM both ports would then
+   * serve the NodeManager's web app (the RM's REST API and its /proxy/ would
+   * answer with the NM's 404 page). Each WebApp keeps the filter its own
+   * injector made, whose pipeline is that web app's; this copies that
+   * pipeline into the filter Jetty serves with, for the ResourceManager and
+   * the NodeManager alike, so each port serves its own daemon's pages as in
+   * a real cluster (one daemon per JVM). A MiniYARNCluster artefact only.
    */
-  private static void pinResourceManagerWebApp(MiniYARNCluster cluster) throws Exception {
-    Object rm = cluster.getResourceManager();
-    Method getWebapp = null;
-    for (Class<?> c = rm.getClass(); c != null && getWebapp == null; c = c.getSuperclass()) {
+  private static void pinWebApps(MiniYARNCluster cluster) throws Exception {
+    pinWebApp("ResourceManager", call(cluster.getResourceManager(), "getWebapp"));
+    Object nmWebServer = null;
+    for (Service s : cluster.getNodeManager(0).getServices()) {
+      if (s.getClass().getName().equals("org.apache.hadoop.yarn.server.nodemanager.webapp.WebServer")) {
+        nmWebServer = s;
+      }
+    }
+    if (nmWebServer == null) {
+      throw new IllegalStateException("the NodeManager has no WebServer service");
+    }
+    pinWebApp("NodeManager", field(nmWebServer.getClass(), "webApp").get(nmWebServer));
+  }
+
+  private static void pinWebApp(String daemon, Object webApp) throws Exception {
+    if (webApp == null) {
+      throw new IllegalStateException(daemon + " has no web app");
+    }
+    Object own = field(webApp.getClass(), "guiceFilter").get(webApp);
+    Object pipeline = field(own.getClass(), "injectedPipeline").get(own);
+    Object server = call(webApp, "httpServer");
+    Object context = call(server, "getWebAppContext");
+    Object handler = call(context, "getServletHandler");
+    Method getFilter = handler.getClass().getMethod("getFilter", String.class);
+    Object holder = getFilter.invoke(handler, "guice");
+    if (holder == null) {
+      throw new IllegalStateException(daemon + "'s web server has no guice filter");
+    }
+    Object served = call(holder, "getFilter");
+    if (served == null || pipeline == null) {
+      throw new IllegalStateException(daemon + "'s guice filter is not started");
+    }
+    field(served.getClass(), "injectedPipeline").set(served, pipeline);
+  }
+
+  private static Object call(Object o, String name) throws Exception {
+    for (Class<?> c = o.getClass(); c != null; c = c.getSuperclass()) {
       for (Method m : c.getDeclaredMethods()) {
-        if (m.getName().equals("getWebapp") && m.getParameterCount() == 0) {
-          getWebapp = m;
+        if (m.getName().equals(name) && m.getParameterCount() == 0) {
+          m.setAccessible(true);
+          return m.invoke(o);
         }
       }
     }
-    if (getWebapp == null) {
-      throw new IllegalStateException("ResourceManager.getWebapp not found");
-    }
-    getWebapp.setAccessible(true);
-    Object webApp = getWebapp.invoke(rm);
-    Object filter = field(webApp.getClass(), "guiceFilter").get(webApp);
-    Object rmPipeline = field(filter.getClass(), "injectedPipeline").get(filter);
-    field(filter.getClass(), "pipeline").set(null, rmPipeline);
+    throw new NoSuchMethodException(o.getClass().getName() + "." + name);
   }
 
   private static Field field(Class<?> cls, String name) throws NoSuchFieldException {
