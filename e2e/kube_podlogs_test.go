@@ -122,6 +122,12 @@ func checkPodLogs(ctx context.Context, t *testing.T, k *KubeAPI, gw *Gateway, cl
 		}
 	}
 
+	// The diagnosis page links the driver pod's log.
+	code, body, err = gatewayDo(ctx, client, http.MethodGet, gw.URL+"/app/"+d.AppID+"/_/diagnosis")
+	if err != nil || code != http.StatusOK || !strings.Contains(string(body), `href="/app/`+d.AppID+`/_/logs/pod/`+podName+`"`) {
+		t.Errorf("GET the diagnosis = %d (%v); want a link to the driver pod's log\n%.1500s", code, err, body)
+	}
+
 	// Ownership. The other app's pod is created first, then this app's
 	// executor pod: once the gateway serves the latter, its cache has
 	// seen the former too (one watch, in order).
