@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -37,22 +38,29 @@ func checkPodLogs(ctx context.Context, t *testing.T, k *KubeAPI, gw *Gateway, cl
 	if err != nil || code != http.StatusOK {
 		t.Fatalf("GET %s = %d (%v)\n%.2000s\nstand-in kubelet asked: %v", base, code, err, body, env.kubelet.Asked())
 	}
+	// The default page: the last 1000 lines, as they are in the log file.
 	text := html.UnescapeString(preText(string(body)))
-	if !strings.Contains(text, sparkUILine) || !strings.Contains(text, "E2E app_id="+d.AppID) {
-		t.Errorf("the driver pod's log page lacks the driver's own lines %q and its app id:\n%.3000s", sparkUILine, text)
+	file, _ := os.ReadFile(logFile)
+	if n := strings.Count(text, "\n"); !strings.Contains(string(file), text) || n > 1000 || (n < 1000 && len(text) != len(file)) {
+		t.Errorf("the driver pod's log page (%d lines, %d bytes) is not the last 1000 lines of the driver's log file (%d bytes)", n, len(text), len(file))
+	}
+	// From the start: the driver's own lines.
+	code, body, err = gatewayDo(ctx, client, http.MethodGet, base+"?lines=0")
+	if text := html.UnescapeString(preText(string(body))); code != http.StatusOK || !strings.Contains(text, sparkUILine) || !strings.Contains(text, "E2E app_id="+d.AppID) {
+		t.Errorf("GET ?lines=0 = %d (%v); want the driver's own lines %q and its app id:\n%.3000s", code, err, sparkUILine, text)
 	}
 	asked := env.kubelet.Asked()
 	want := fmt.Sprintf("/containerLogs/%s/%s/spark-kubernetes-driver?", ns, podName)
-	if len(asked) == 0 || !strings.HasPrefix(asked[len(asked)-1], want) ||
-		!strings.Contains(asked[len(asked)-1], "tailLines=1000") || !strings.Contains(asked[len(asked)-1], "limitBytes=1048577") {
+	if len(asked) < 2 || !strings.HasPrefix(asked[len(asked)-2], want) ||
+		!strings.Contains(asked[len(asked)-2], "tailLines=1000") || !strings.Contains(asked[len(asked)-2], "limitBytes=1048577") {
 		t.Errorf("the stand-in kubelet was asked %v; want %s with tailLines=1000 and limitBytes=1048577 passed on by the API server", asked, want)
 	} else {
-		t.Logf("the API server asked the stand-in kubelet for %s", asked[len(asked)-1])
+		t.Logf("the API server asked the stand-in kubelet for %s", asked[len(asked)-2])
 	}
 
 	// The download: the log from its start, as a text file.
 	resp, raw := getRaw(ctx, t, client, base+"/raw")
-	file, _ := os.ReadFile(logFile)
+	file, _ = os.ReadFile(logFile)
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") ||
 		!strings.HasPrefix(resp.Header.Get("Content-Disposition"), "attachment; filename=") {
 		t.Errorf("GET raw = %d, Content-Type %q, Content-Disposition %q; want 200, text/plain, an attachment",
@@ -66,8 +74,8 @@ func checkPodLogs(ctx context.Context, t *testing.T, k *KubeAPI, gw *Gateway, cl
 
 	// The cap: a page and a download hold no more than asked for.
 	code, body, _ = gatewayDo(ctx, client, http.MethodGet, base+"?lines=0&limitBytes=2000")
-	capped := html.UnescapeString(preText(string(body)))
-	shown, note, _ := strings.Cut(capped, "\n— ")
+	shownHTML, note, _ := strings.Cut(preText(string(body)), "\n<span class=\"lognote\">")
+	shown := html.UnescapeString(shownHTML)
 	if code != http.StatusOK || shown != string(file[:2000]) || !strings.Contains(note, "cut at 2000 bytes") {
 		t.Errorf("GET ?lines=0&limitBytes=2000 = %d: %d bytes shown, note %q; want the log's first 2000 bytes and a note", code, len(shown), note)
 	}
@@ -218,4 +226,51 @@ func getRaw(ctx context.Context, t *testing.T, c *http.Client, u string) (*http.
 		t.Fatalf("reading %s: %v", u, err)
 	}
 	return resp, string(b)
+}
+
+// checkPodLogsChromium: in Chromium, with the gateway's session, the
+// Executors tab shows the driver's "log" link, which leads to the driver
+// pod's log page through the gateway.
+func checkPodLogsChromium(ctx context.Context, t *testing.T, gw *Gateway, client *http.Client, d *Driver, podName string) {
+	b, err := NewBrowser(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	gu, _ := url.Parse(gw.URL)
+	if err := b.SetCookies(gw.URL, client.Jar.Cookies(gu)); err != nil {
+		t.Fatal(err)
+	}
+	prefix := gw.URL + "/app/" + d.AppID
+	href, err := b.Poll(prefix+"/executors/", "", `(() => { const a = Array.from(document.querySelectorAll("#active-executors-table a"))
+		.find(a => a.textContent.trim() === "log"); return a ? a.href : ""; })()`, 90*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := prefix + "/_/logs/pod/" + podName; href != want {
+		t.Fatalf("the Executors tab's log link = %q; want %q", href, want)
+	}
+	// Click it, as a user does, and read the page it opens.
+	bctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`(() => { Array.from(document.querySelectorAll("#active-executors-table a"))
+		.find(a => a.textContent.trim() === "log").click(); return true; })()`)); err != nil {
+		t.Fatal(err)
+	}
+	var text string
+	for {
+		text, err = chromedp.Run(bctx, chromedp.Evaluate[string](`location.pathname.includes("/_/logs/pod/") && document.readyState === "complete" ? document.body.innerText : ""`))
+		if err == nil && text != "" {
+			break
+		}
+		if bctx.Err() != nil {
+			t.Fatalf("the log link led nowhere: %v", lastErr(err))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	at, _ := chromedp.Run(bctx, chromedp.Location())
+	t.Logf("clicked the driver's log link: %s, %d characters of text", at, len(text))
+	if !strings.Contains(text, "Log of pod "+podName) || !strings.Contains(text, "INFO") {
+		t.Errorf("the log page shows no driver log:\n%.1500s", text)
+	}
 }
