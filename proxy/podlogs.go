@@ -316,7 +316,9 @@ func (s *Server) pagePodLog(w http.ResponseWriter, r *http.Request, st *reqState
 	n, err := copyEscapedN(fw, rc, pq.limit)
 	var note string
 	switch {
-	case n >= pq.limit && moreThan(rc):
+	case n >= pq.limit && (pq.opts.Follow || moreThan(rc)):
+		// (A followed log at the cap stops here; probing it for one more
+		// byte could wait for the next line.)
 		note = fmt.Sprintf("cut at %d bytes: the rest is in the download", pq.limit)
 	case pq.opts.Follow && errors.Is(ctx.Err(), context.DeadlineExceeded):
 		note = "stopped following after " + podLogFollowMax.String()
