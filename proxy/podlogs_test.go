@@ -346,3 +346,16 @@ func between(s, from, to string) string {
 	before, _, _ := strings.Cut(after, to)
 	return before
 }
+
+// TestPodLogFollowCap: a followed page that reaches its cap ends there,
+// without waiting for the log to go on.
+func TestPodLogFollowCap(t *testing.T) {
+	t.Parallel()
+	f := &fakePods{logs: map[string]string{"pi-driver/spark-kubernetes-driver": "0123456789\n"}, follow: make(chan struct{})}
+	defer close(f.follow)
+	h := podLogHarness(t, f)
+	resp, body := h.do(t, "GET", "/app/"+appKube+"/_/logs/pod/pi-driver?follow=1&limitBytes=11", "bob", nil)
+	if text := between(body, `<pre class="log">`, `</pre>`); resp.StatusCode != http.StatusOK || !strings.HasPrefix(text, "0123456789\n") || !strings.Contains(text, "cut at 11 bytes") {
+		t.Errorf("GET = %d\n%s", resp.StatusCode, body)
+	}
+}
