@@ -52,6 +52,8 @@ type PodLogSource interface {
 	PodLog(ctx context.Context, p discovery.Pod, o discovery.PodLogOptions) (io.ReadCloser, error)
 }
 
+var _ PodLogSource = (*discovery.Discoverer)(nil)
+
 type podLogReq struct {
 	pod string
 	raw bool
@@ -69,8 +71,8 @@ func parsePodLogPath(p string) (podLogReq, bool) {
 	if !ok {
 		return podLogReq{}, false
 	}
-	name, tail, _ := strings.Cut(rest, "/")
-	if !validPodName(name) || (tail != "" && tail != "raw") || strings.Contains(name, "..") {
+	name, tail, slash := strings.Cut(rest, "/")
+	if !validPodName(name) || (slash && tail != "raw") || strings.Contains(name, "..") {
 		return podLogReq{}, false
 	}
 	return podLogReq{pod: name, raw: tail == "raw"}, true

@@ -359,3 +359,23 @@ func TestPodLogFollowCap(t *testing.T) {
 		t.Errorf("GET = %d\n%s", resp.StatusCode, body)
 	}
 }
+
+// FuzzParsePodLogPath: what the path parser accepts is one pod name that
+// cannot climb out of the API server's pod path.
+func FuzzParsePodLogPath(f *testing.F) {
+	for _, s := range []string{"/_/logs/pod/pi-driver", "/_/logs/pod/pi-driver/raw", "/_/logs/pod/a..b", "/_/logs/pod/%2e%2e", "/_/logs/pod//raw", "/_/logs/pod/a/b/c"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		q, ok := parsePodLogPath(p)
+		if !ok {
+			return
+		}
+		if q.pod == "" || len(q.pod) > 253 || strings.ContainsAny(q.pod, "/%?#\\") || strings.Contains(q.pod, "..") || !validPodName(q.pod) {
+			t.Errorf("parsePodLogPath(%q) = %+v", p, q)
+		}
+		if want := podLogPrefix + q.pod; p != want && p != want+"/raw" {
+			t.Errorf("parsePodLogPath(%q) = %+v; not the path it was given", p, q)
+		}
+	})
+}
