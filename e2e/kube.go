@@ -103,8 +103,9 @@ type KubeAPI struct {
 
 // StartKubeAPI starts etcd and kube-apiserver in dir, both on free loopback
 // ports, and waits for /readyz. auditUsers are the user names whose
-// requests the audit log records (metadata only).
-func StartKubeAPI(ctx context.Context, dir string, auditUsers []string) (*KubeAPI, error) {
+// requests the audit log records (metadata only); extra are more
+// kube-apiserver flags (StandInKubelet.APIServerArgs).
+func StartKubeAPI(ctx context.Context, dir string, auditUsers []string, extra ...string) (*KubeAPI, error) {
 	if err := KubeInstalled(); err != nil {
 		return nil, err
 	}
@@ -162,23 +163,23 @@ func StartKubeAPI(ctx context.Context, dir string, auditUsers []string) (*KubeAP
 	k.AuditLog = filepath.Join(dir, "audit.log")
 	certDir := filepath.Join(dir, "certs")
 	k.URL = fmt.Sprintf("https://127.0.0.1:%d", ports[2])
-	api := exec.Command(KubeAPIServerBin(),
-		"--etcd-servers="+client,
+	api := exec.Command(KubeAPIServerBin(), append([]string{
+		"--etcd-servers=" + client,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
 		fmt.Sprintf("--secure-port=%d", ports[2]),
-		"--cert-dir="+certDir,
+		"--cert-dir=" + certDir,
 		"--service-account-issuer=https://kubernetes.default.svc",
-		"--service-account-key-file="+keyFile,
-		"--service-account-signing-key-file="+keyFile,
-		"--token-auth-file="+tokenFile,
+		"--service-account-key-file=" + keyFile,
+		"--service-account-signing-key-file=" + keyFile,
+		"--token-auth-file=" + tokenFile,
 		"--authorization-mode=RBAC",
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--endpoint-reconciler-type=none",
 		"--disable-admission-plugins=ServiceAccount",
-		"--audit-policy-file="+policyFile,
-		"--audit-log-path="+k.AuditLog,
+		"--audit-policy-file=" + policyFile,
+		"--audit-log-path=" + k.AuditLog,
 		"--audit-log-format=json",
-	)
+	}, extra...)...)
 	if k.API, err = StartProc("kube-apiserver", api, filepath.Join(dir, "kube-apiserver.log")); err != nil {
 		return fail(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,6 +44,20 @@ const (
 
 var kubeWatched = []string{"spark-a", "spark-b"}
 
+// kubeNode is the Node the driver pods run on: the stand-in kubelet.
+// kubeViewer is the gateway's user, the one the drivers let view.
+const (
+	kubeNode   = "e2e-node"
+	kubeViewer = "kube-viewer"
+)
+
+// kubeLogEnv is what the pod-log checks need besides the main gateway.
+type kubeLogEnv struct {
+	kubelet   *StandInKubelet
+	outGW     *Gateway     // signed in as a user without the apps' view ACL
+	outClient *http.Client // its session
+}
+
 // kubeInterval is the gateway's poll interval in the test: long enough that
 // a pod routable well within it was found by the watch, not a poll.
 const kubeInterval = 5 * time.Second
@@ -66,8 +81,13 @@ func TestKubernetes(t *testing.T) {
 	ctx := ctxFor(t, 20*time.Minute)
 	dir := s.freshDir(t, "kubernetes")
 	gwUser := "system:serviceaccount:" + kubeGatewayNS + ":" + kubeGatewaySA
+	kubelet, err := StartStandInKubelet(filepath.Join(dir, "kubelet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kubelet.Stop)
 	t0 := time.Now()
-	k, err := StartKubeAPI(ctx, filepath.Join(dir, "kube"), []string{gwUser})
+	k, err := StartKubeAPI(ctx, filepath.Join(dir, "kube"), []string{gwUser}, kubelet.APIServerArgs()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,6 +97,9 @@ func TestKubernetes(t *testing.T) {
 		if _, err := k.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := kubelet.CreateNode(ctx, k, kubeNode); err != nil {
+		t.Fatal(err)
 	}
 	crd, err := os.ReadFile(filepath.Join(s.root, "e2e", "kube", "sparkapplications-crd.yaml"))
 	if err != nil {
@@ -108,14 +131,27 @@ func TestKubernetes(t *testing.T) {
 		t.Fatal(err)
 	}
 	gwStart := time.Now()
-	gw, client := s.localGateway(ctx, t, gwDir, GatewayOptions{Discovery: map[string]any{
+	kubeDiscovery := map[string]any{
 		"interval": kubeInterval.String(),
 		"kubernetes": map[string]any{
 			"api_server": k.URL, "token_file": filepath.Join(dir, "token"), "ca_file": k.CAFile,
 			"namespaces": kubeWatched,
 		},
 		"history": []any{map[string]any{"name": "local", "url": hs.URL}},
-	}})
+	}
+	// The gateway's user is the drivers' one viewer (spark.ui.view.acls);
+	// a second gateway on the same cluster signs in someone else.
+	gw, client := s.localGateway(ctx, t, gwDir, GatewayOptions{Discovery: kubeDiscovery,
+		Auth: map[string]any{"mode": "local", "local": map[string]any{"user": kubeViewer}}})
+	outDir := filepath.Join(dir, "gateway-outsider")
+	if err := mkdir(outDir); err != nil {
+		t.Fatal(err)
+	}
+	// It says "403" where the main one would say "no such app" (reveal_denied).
+	outGW, outClient := s.localGateway(ctx, t, outDir, GatewayOptions{Discovery: kubeDiscovery,
+		Auth:  map[string]any{"mode": "local", "local": map[string]any{"user": "kube-outsider"}},
+		Proxy: map[string]any{"kill": "deny", "reveal_denied": true}})
+	env := &kubeLogEnv{kubelet: kubelet, outGW: outGW, outClient: outClient}
 	for deadline := time.Now().Add(3 * kubeInterval); ; {
 		up, err := gw.Metric(ctx, "sparkgate_discovery_source_up", `source="kubernetes"`)
 		if err == nil && up == 1 {
@@ -130,7 +166,7 @@ func TestKubernetes(t *testing.T) {
 	var firstPod time.Time // when the first pod was created
 	for i, home := range homes {
 		ns := kubeWatched[i%len(kubeWatched)]
-		t.Run(home.Version, func(t *testing.T) { s.runKubeDriver(t, k, gw, client, hs, home, ns, events, dir, &firstPod) })
+		t.Run(home.Version, func(t *testing.T) { s.runKubeDriver(t, k, gw, client, hs, home, ns, events, dir, &firstPod, env) })
 	}
 	reqs, err := k.AuditRequests(gwUser, gwStart)
 	if err != nil {
@@ -230,7 +266,8 @@ func checkManifests(ctx context.Context, t *testing.T, k *KubeAPI, root, gwBin, 
 		t.Errorf("helm template with namespaces listed renders a ClusterRole: %v", kinds)
 	}
 	for _, want := range []string{"readOnlyRootFilesystem: true", "runAsNonRoot: true", "path: /_/healthz", "path: /_/readyz",
-		"name: SPARKGATE_OIDC_CLIENT_SECRET", "name: SPARKGATE_SESSION_KEYS", "secretKeyRef:", "port: 4040", "endPort: 4039"} {
+		"name: SPARKGATE_OIDC_CLIENT_SECRET", "name: SPARKGATE_SESSION_KEYS", "secretKeyRef:", "port: 4040", "endPort: 4039",
+		"resources: [pods/log]"} {
 		if !strings.Contains(string(rendered), want) {
 			t.Errorf("rendered chart lacks %q", want)
 		}
@@ -324,7 +361,8 @@ func serviceAccountConfig(ctx context.Context, t *testing.T, k *KubeAPI, tokenFi
 }
 
 // checkRBAC: the chart's ServiceAccount may list and watch pods and
-// SparkApplications in the watched namespaces, and nothing else.
+// SparkApplications and read pod logs in the watched namespaces, and
+// nothing else.
 func checkRBAC(ctx context.Context, t *testing.T, cfg *rest.Config) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -335,7 +373,20 @@ func checkRBAC(ctx context.Context, t *testing.T, cfg *rest.Config) {
 			t.Errorf("list pods in %s with the gateway's token: %v", ns, err)
 		}
 	}
+	for _, ns := range kubeWatched {
+		// No such pod yet: a 404 says the request was allowed.
+		err := cs.CoreV1().Pods(ns).GetLogs("none", &corev1.PodLogOptions{}).Do(ctx).Error()
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("get pods/log in %s with the gateway's token: %v; want NotFound (allowed, no such pod)", ns, err)
+		}
+	}
 	forbidden := map[string]func() error{
+		"get pods/log in other": func() error {
+			return cs.CoreV1().Pods("other").GetLogs("none", &corev1.PodLogOptions{}).Do(ctx).Error()
+		},
+		"create pods/exec in spark-a": func() error {
+			return cs.CoreV1().RESTClient().Post().Namespace("spark-a").Resource("pods").Name("none").SubResource("exec").Do(ctx).Error()
+		},
 		"list secrets in spark-a": func() error {
 			_, err := cs.CoreV1().Secrets("spark-a").List(ctx, metav1.ListOptions{})
 			return err
@@ -367,11 +418,12 @@ func checkRBAC(ctx context.Context, t *testing.T, cfg *rest.Config) {
 
 // runKubeDriver starts a real driver, makes a pod stand for it, and
 // checks the gateway through the pod's life.
-func (s *suite) runKubeDriver(t *testing.T, k *KubeAPI, gw *Gateway, client *http.Client, hs *HistoryServer, home SparkHome, ns, events, dir string, firstPod *time.Time) {
+func (s *suite) runKubeDriver(t *testing.T, k *KubeAPI, gw *Gateway, client *http.Client, hs *HistoryServer, home SparkHome, ns, events, dir string, firstPod *time.Time, env *kubeLogEnv) {
 	ctx := ctxFor(t, 8*time.Minute)
 	name := "kube-" + strings.ReplaceAll(home.Version, ".", "_")
 	work := filepath.Join(dir, name)
-	d, err := StartDriver(ctx, s.root, home, DriverOptions{Name: name, EventDir: events, LogDir: work, WorkDir: work, LongJob: true})
+	d, err := StartDriver(ctx, s.root, home, DriverOptions{Name: name, EventDir: events, LogDir: work, WorkDir: work, LongJob: true,
+		Confs: map[string]string{"spark.acls.enable": "true", "spark.ui.view.acls": kubeViewer}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,7 +437,7 @@ func (s *suite) runKubeDriver(t *testing.T, k *KubeAPI, gw *Gateway, client *htt
 		ObjectMeta: metav1.ObjectMeta{Name: podName, Namespace: ns, Labels: map[string]string{
 			"spark-role": "driver", "spark-app-selector": d.AppID, "spark-version": home.Version,
 		}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+		Spec: corev1.PodSpec{NodeName: kubeNode, Containers: []corev1.Container{{
 			Name: "spark-kubernetes-driver", Image: "spark:" + home.Version,
 			Ports: []corev1.ContainerPort{
 				{Name: "driver-rpc-port", ContainerPort: 7078},
@@ -400,6 +452,8 @@ func (s *suite) runKubeDriver(t *testing.T, k *KubeAPI, gw *Gateway, client *htt
 	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The pod's container log is the real driver's log file.
+	env.kubelet.Serve(ns, podName, "spark-kubernetes-driver", filepath.Join(work, name+".log"))
 	// A SparkApplication for the driver, as the operator would keep it.
 	appName := "pi-" + strings.ReplaceAll(strings.ReplaceAll(home.Version, ".", "-"), "_", "-")
 	sparkApps := k.Dynamic.Resource(sparkAppGVR).Namespace(ns)
@@ -446,13 +500,23 @@ func (s *suite) runKubeDriver(t *testing.T, k *KubeAPI, gw *Gateway, client *htt
 		want := fmt.Sprintf("SparkApplication %s/%s · RUNNING", ns, appName)
 		waitIndex(ctx, t, gw, client, want)
 	})
+	t.Run("podlogs", func(t *testing.T) {
+		checkPodLogs(ctx, t, k, gw, client, env, d, ns, podName, filepath.Join(work, name+".log"))
+	})
+	t.Run("podlogs-chromium", func(t *testing.T) { checkPodLogsChromium(ctx, t, gw, client, d, podName) })
 	t.Run("crawl", func(t *testing.T) {
 		cctx := ctxFor(t, 4*time.Minute)
 		rep, err := Crawl(cctx, client, gw.URL+"/app/"+d.AppID+"/", CrawlOptions{
 			MaxPages: 250,
 			Scope:    []string{"/app/" + d.AppID + "/"},
-			Skip:     skipLogout,
-			Needles:  d.HostPorts(),
+			// The pod log pages (linked from the diagnosis) show the
+			// driver's own log, which names its address by nature, and
+			// their follow links stay open for minutes: "podlogs" crawls
+			// them without the needles.
+			Skip: func(u *url.URL) bool {
+				return skipLogout(u) || strings.Contains(u.Path, "/_/logs/pod/")
+			},
+			Needles: d.HostPorts(),
 		})
 		if err != nil {
 			t.Fatal(err)

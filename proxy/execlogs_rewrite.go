@@ -32,8 +32,11 @@ func executorsListApp(p string) (string, bool) {
 // links them as they are) lead to the gateway's path of each log instead.
 // Every entry is replaced, whether the gateway can serve it or not: the
 // page never links a host behind the gateway. The list is rewritten as it
-// streams, one executor at a time.
-func rewriteExecutorLogs(resp *http.Response, appID string, onAppHost bool) error {
+// streams, one executor at a time. pods maps executor ids to the gateway's
+// paths of their Kubernetes pods' logs (podlogs.go): an executor with a pod
+// links its pod's log, whatever Spark listed (on Kubernetes, nothing unless
+// configured).
+func rewriteExecutorLogs(resp *http.Response, appID string, onAppHost bool, pods map[string]string) error {
 	if resp.Request.Method != http.MethodGet || resp.StatusCode != http.StatusOK ||
 		!strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "application/json") {
 		return nil
@@ -49,7 +52,7 @@ func rewriteExecutorLogs(resp *http.Response, appID string, onAppHost bool) erro
 	}
 	pr, pw := io.Pipe()
 	go func() {
-		err := rewriteExecutorList(pw, body, appID, onAppHost)
+		err := rewriteExecutorList(pw, body, appID, onAppHost, pods)
 		_ = body.Close()
 		pw.CloseWithError(err) // nil: EOF for the reader
 	}()
@@ -61,7 +64,7 @@ func rewriteExecutorLogs(resp *http.Response, appID string, onAppHost bool) erro
 
 // rewriteExecutorList copies a JSON array of executors from r to w with
 // each executorLogs value replaced by the gateway's link.
-func rewriteExecutorList(w io.Writer, r io.Reader, appID string, onAppHost bool) error {
+func rewriteExecutorList(w io.Writer, r io.Reader, appID string, onAppHost bool, pods map[string]string) error {
 	dec := json.NewDecoder(r)
 	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
 		return fmt.Errorf("executors list: %w", errors.Join(errNotArray, err))
@@ -74,7 +77,9 @@ func rewriteExecutorList(w io.Writer, r io.Reader, appID string, onAppHost bool)
 		if err := dec.Decode(&e); err != nil {
 			return fmt.Errorf("executors list: %w", err)
 		}
-		if raw, ok := e["executorLogs"]; ok {
+		if link, ok := podLinkFor(pods, e["id"]); ok {
+			e["executorLogs"] = link
+		} else if raw, ok := e["executorLogs"]; ok {
 			e["executorLogs"] = gatewayLogLinks(raw, e["id"], appID, onAppHost)
 		}
 		b, err := json.Marshal(e)
@@ -121,4 +126,24 @@ func gatewayLogLinks(raw, rawID json.RawMessage, appID string, onAppHost bool) j
 		return json.RawMessage("{}")
 	}
 	return b
+}
+
+// podLinkFor is {"log": <the pod log's path>} for an executor with a pod.
+// The key names the pod's log (its containers' stdout and stderr as one,
+// as kubectl logs shows them); the Executors tab shows the key as the
+// link's text.
+func podLinkFor(pods map[string]string, rawID json.RawMessage) (json.RawMessage, bool) {
+	if len(pods) == 0 {
+		return nil, false
+	}
+	var id string
+	if json.Unmarshal(rawID, &id) != nil {
+		return nil, false
+	}
+	link, ok := pods[id]
+	if !ok {
+		return nil, false
+	}
+	b, err := json.Marshal(map[string]string{"log": link})
+	return b, err == nil
 }

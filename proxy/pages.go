@@ -23,7 +23,7 @@ type pages struct {
 	byName map[string]*template.Template
 }
 
-var pageNames = []string{"index", "error", "killconfirm", "diagnosis", "byname", "execlog"}
+var pageNames = []string{"index", "error", "killconfirm", "diagnosis", "byname", "execlog", "podlog"}
 
 func newPages() (*pages, error) {
 	funcs := template.FuncMap{"join": strings.Join}

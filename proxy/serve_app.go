@@ -19,6 +19,9 @@ func (s *Server) serveApp(w http.ResponseWriter, r *http.Request, st *reqState) 
 	if done, err := s.guardRequest(w, r, st); done {
 		return err
 	}
+	if strings.HasPrefix(st.route.Path, podLogPrefix) && st.route.Kind == KindApp {
+		return s.servePodLog(w, r, st)
+	}
 	if q, ok := parseExecLogPath(st.route.Path); ok && st.route.Kind == KindApp {
 		return s.serveExecLog(w, r, st, q)
 	}

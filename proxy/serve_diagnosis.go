@@ -59,6 +59,7 @@ type diagnosisPage struct {
 	Warnings   int
 	ComputedAt string
 	JSONLink   string
+	DriverLog  string // the driver pod's log (podlogs.go), "" without one
 }
 
 // serveDiagnosis answers the diagnosis of the route's app, as JSON or as
@@ -113,7 +114,9 @@ func (s *Server) serveDiagnosis(w http.ResponseWriter, r *http.Request, st *reqS
 		_ = enc.Encode(out) // a write error means the client has gone
 		return nil
 	}
-	return s.pages.render(w, http.StatusOK, "diagnosis", newDiagnosisPage(st, out))
+	page := newDiagnosisPage(st, out)
+	page.DriverLog = s.appPodLinks(app.ID, false)["driver"]
+	return s.pages.render(w, http.StatusOK, "diagnosis", page)
 }
 
 func toDiagnosisJSON(app *discovery.App, res *diagResult) diagnosisJSON {

@@ -86,6 +86,9 @@ type Options struct {
 	// NodeManagers' container logs are served; a log is fetched only from
 	// a NodeManager one of them lists.
 	ResourceManagers []*url.URL
+	// Pods, if set, serves the logs of apps' Kubernetes pods
+	// (podlogs.go): discovery's Kubernetes source.
+	Pods PodLogSource
 	// Masters are standalone masters whose web UI is served under
 	// /master/<name>/ (the config's "masters:"); ValidateMasters checks
 	// them.
@@ -129,6 +132,7 @@ type Server struct {
 	workers   *workerSet
 	nodes     *workerSet // YARN NodeManagers
 	logClient *http.Client
+	pods      PodLogSource // nil without a Kubernetes source
 	// masters are the standalone masters served under /master/<name>/.
 	masters map[string]*masterTarget
 }
@@ -231,6 +235,7 @@ func New(o Options) (*Server, error) {
 	if err := s.initExecLogs(o.StandaloneMasters, o.Masters, o.ResourceManagers); err != nil {
 		return nil, err
 	}
+	s.pods = o.Pods
 	return s, nil
 }
 

@@ -331,7 +331,7 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 	}
 	if id, ok := executorsListApp(st.route.Path); ok {
 		// Executor log links lead through the gateway (execlogs.go).
-		return rewriteExecutorLogs(resp, id, st.onAppHost)
+		return rewriteExecutorLogs(resp, id, st.onAppHost, s.appPodLinks(id, st.onAppHost))
 	}
 	if !isHTML(h.Get("Content-Type")) || resp.Request.Method == http.MethodHead ||
 		resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {

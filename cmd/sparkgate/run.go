@@ -93,6 +93,8 @@ func run(ctx context.Context, cfg Config) error {
 		// NodeManagers of the ResourceManagers discovery reads serve
 		// container logs.
 		ResourceManagers: yarnURLs(cfg.Discovery),
+		// The Kubernetes source serves its apps' pod logs.
+		Pods: podLogs(disc),
 	})
 	if err != nil {
 		return fmt.Errorf("starting proxy: %w", err)
@@ -271,4 +273,12 @@ func yarnURLs(c discovery.Config) []*url.URL {
 		}
 	}
 	return out
+}
+
+// podLogs is the Kubernetes source's pod logs, nil without one.
+func podLogs(d *discovery.Discoverer) proxy.PodLogSource {
+	if !d.HasKubernetes() {
+		return nil
+	}
+	return d
 }

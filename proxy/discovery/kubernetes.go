@@ -70,6 +70,8 @@ type kubeSource struct {
 
 	mu       sync.Mutex
 	pods     []cache.SharedIndexInformer // set by run
+	execs    []cache.SharedIndexInformer // executor pods, set by run
+	cs       kubernetes.Interface        // set by run; pod logs use it
 	apps     []cache.SharedIndexInformer // SparkApplication informers, once found
 	errAt    time.Time
 	err      error
@@ -219,13 +221,15 @@ func (k *kubeSource) run(ctx context.Context, push func(pushed)) {
 			what = "pods in all namespaces"
 		}
 		_ = inf.SetWatchErrorHandlerWithContext(k.watchFailed(what))
+		_ = inf.AddIndexers(cache.Indexers{appIndex: appIndexFunc})
 		_, _ = inf.AddEventHandler(k.podHandler(push))
 		pods = append(pods, inf)
 	}
+	execs := k.executorInformers(cs)
 	k.mu.Lock()
-	k.pods = pods
+	k.pods, k.execs, k.cs = pods, execs, cs
 	k.mu.Unlock()
-	for _, inf := range pods {
+	for _, inf := range append(pods, execs...) {
 		go inf.RunWithContext(ctx)
 	}
 	if k.cfg.SparkApplications != "off" {

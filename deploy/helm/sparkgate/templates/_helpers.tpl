@@ -37,6 +37,11 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 - apiGroups: [""]
   resources: [pods]
   verbs: [get, list, watch]
+# Pod logs of the apps' driver and executor pods, served to users who may
+# view the app (read only).
+- apiGroups: [""]
+  resources: [pods/log]
+  verbs: [get]
 {{- if .Values.watch.sparkApplications }}
 - apiGroups: [sparkoperator.k8s.io]
   resources: [sparkapplications]

@@ -1,0 +1,107 @@
+package discovery
+
+import (
+	"context"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/zap/zaptest"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+func executorPod(ns, name, appID, execID string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{
+			"spark-role": "executor", "spark-app-selector": appID, "spark-exec-id": execID,
+		}},
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{
+			{Name: "sidecar"}, {Name: "spark-kubernetes-executor", Image: "spark"},
+		}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.1.1"},
+	}
+}
+
+// TestKubeAppPods: an app's pods are its driver pod and its executor pods
+// in the watched namespaces, found by the spark-app-selector label in the
+// caches; another app's pods and pods elsewhere are not; a log is asked of
+// the API server for the pod given, with the options given.
+func TestKubeAppPods(t *testing.T) {
+	t.Parallel()
+	k, err := newKubeSource(KubernetesSource{APIServer: "http://127.0.0.1:1", Namespaces: []string{"a", "b"}, Resync: time.Hour, SparkApplications: "off"}, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, _ := fakeKube(t, k,
+		driverPod("a", "drv", "spark-1", 4040, corev1.PodRunning, "10.0.0.7"),
+		executorPod("a", "drv-exec-10", "spark-1", "10"),
+		executorPod("a", "drv-exec-2", "spark-1", "2"),
+		executorPod("a", "other-exec-1", "spark-2", "1"),
+		executorPod("c", "elsewhere-exec-1", "spark-1", "1"),
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "plain", Labels: map[string]string{"spark-app-selector": "spark-1"}}},
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { k.run(ctx, func(pushed) {}); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	want := []Pod{
+		{Namespace: "a", Name: "drv", ExecID: "driver", Containers: []string{"spark-kubernetes-driver"}, Phase: "Running"},
+		{Namespace: "a", Name: "drv-exec-2", ExecID: "2", Containers: []string{"spark-kubernetes-executor", "sidecar"}, Phase: "Running"},
+		{Namespace: "a", Name: "drv-exec-10", ExecID: "10", Containers: []string{"spark-kubernetes-executor", "sidecar"}, Phase: "Running"},
+	}
+	var got []Pod
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if got = k.appPods("spark-1"); len(got) == len(want) {
+			break
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("appPods(spark-1) (-want +got):\n%s", diff)
+	}
+	if got := k.appPods("spark-9"); len(got) != 0 {
+		t.Errorf("appPods(spark-9) = %v; want none", got)
+	}
+	// The executors' cache holds trimmed pods.
+	for _, inf := range k.execs {
+		for _, obj := range inf.GetStore().List() {
+			if p := obj.(*corev1.Pod); p.Status.PodIP != "" || p.Spec.Containers[0].Image != "" {
+				t.Errorf("executor pod %s cached untrimmed: %+v", p.Name, p)
+			}
+		}
+	}
+
+	rc, err := k.podLog(ctx, want[1], PodLogOptions{Container: "spark-kubernetes-executor", TailLines: 100, LimitBytes: 4096, Follow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(rc)
+	_ = rc.Close()
+	if string(b) != "fake logs" {
+		t.Errorf("log = %q", b)
+	}
+	var logs []k8stesting.GenericAction
+	for _, a := range cs.Actions() {
+		if a.GetSubresource() == "log" {
+			logs = append(logs, a.(k8stesting.GenericAction))
+		}
+	}
+	if len(logs) != 1 || logs[0].GetNamespace() != "a" || logs[0].GetVerb() != "get" {
+		t.Fatalf("log requests = %+v; want one get in namespace a", logs)
+	}
+	o := logs[0].GetValue().(*corev1.PodLogOptions)
+	if o.Container != "spark-kubernetes-executor" || o.TailLines == nil || *o.TailLines != 100 || o.LimitBytes == nil || *o.LimitBytes != 4096 || !o.Follow || o.Timestamps {
+		t.Errorf("log options = %+v", o)
+	}
+	rc, err = k.podLog(ctx, want[0], PodLogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = rc.Close()
+	last := cs.Actions()[len(cs.Actions())-1].(k8stesting.GenericAction)
+	if o := last.GetValue().(*corev1.PodLogOptions); o.TailLines != nil || o.LimitBytes != nil || o.Follow {
+		t.Errorf("log options without limits = %+v", o)
+	}
+}
