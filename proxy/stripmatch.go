@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"unicode"
 	"unicode/utf8"
-
-	"golang.org/x/net/html"
 )
 
 // This file judges one start tag: is it a kill control? Everything works
@@ -145,10 +143,10 @@ var killClasses = []string{"kill-link", "hold-link", "resume-link"}
 // have been read yet) and reports whether it is a kill control. name is the
 // lower-case tag name. u is the tag's first href (for <a>) or action (for
 // <form>), the URL a confirmation link is made from; it points into the
-// tokenizer's buffer and is valid until its next token. Reading stops at
-// the verdict, once u is known if wantURL: TagAttr copies attributes with
-// newlines, and Spark's onclick is long.
-func judgeControl(z *html.Tokenizer, name string, wantURL bool) (kill bool, u []byte) {
+// tag's bytes (or the tokenizer's buffer) and is valid until the next
+// token. Reading stops at the verdict, once u is known if wantURL: the
+// tokenizer's TagAttr copies attributes, and Spark's onclick is long.
+func judgeControl(z tagAttrs, name string, wantURL bool) (kill bool, u []byte) {
 	_, more := z.TagName()
 	seenURL := !wantURL || (name != "a" && name != "form")
 	for more && !(kill && seenURL) {

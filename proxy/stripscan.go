@@ -19,11 +19,13 @@ import (
 // tokenizer-based stripper (stripState, judgeControl): a tag that may be a
 // kill control (an <a>, <form>, <button>, <input>, <area> or <meta> whose
 // raw bytes pass mayBeKill), and every tag inside an element being
-// removed. Each is fed, alone, to one tokenizer per stream (judge), which
-// reads attributes exactly as the tokenizer-based stripper does; text,
-// comments and raw text inside a removed element are dropped by the
-// scanner. A page without kill controls is copied with no tokenizer and
-// no allocation (the buffer is pooled).
+// removed. Its attributes are read by rawTag, which reads them exactly as
+// the tokenizer does without its allocations (FuzzRawTag), or, for a tag
+// with a character reference, carriage return or NUL in a value judged,
+// by one tokenizer per stream fed that tag alone; text, comments and raw
+// text inside a removed element are dropped by the scanner. A page is
+// copied with no tokenizer and no allocation (the buffer is pooled) unless
+// such a tag is in it.
 //
 // Its output equals the tokenizer-based stripper's for every input whose
 // tokens are shorter than maxTokenBuf (FuzzStripperDifferential), and for
@@ -105,6 +107,15 @@ type fastStripper struct {
 	j     *judgeTok // from judgePool, once needed
 	extra []byte
 	lname [16]byte // a lower-cased tag name
+	// attrs reads a judged tag's attributes, unless the tag needs the
+	// judge tokenizer (see rawTag).
+	attrs rawTag
+	// Room for st's buffers, so that a page with kill controls costs no
+	// allocation per control (nor per page, up to these sizes).
+	scratchBuf    [512]byte
+	linkBuf       [256]byte
+	innerNamesBuf [64]byte
+	innerEndsBuf  [16]int
 
 	// slow is the tokenizer-based stripper the stream was handed to; it
 	// hands it back (slow.yielded) once it is at a token boundary in data
@@ -156,6 +167,8 @@ func newFastStripper(src io.ReadCloser, rewrite bool, linkPrefix string) *fastSt
 	f := &fastStripper{src: src, bp: bp, buf: *bp, wait: true}
 	f.in.r = src
 	f.st.rewrite, f.st.linkPrefix = rewrite, linkPrefix
+	f.st.scratch, f.st.link = f.scratchBuf[:0], f.linkBuf[:0]
+	f.st.innerNames, f.st.innerEnds = f.innerNamesBuf[:0], f.innerEndsBuf[:0]
 	return f
 }
 
@@ -423,9 +436,10 @@ func (f *fastStripper) scan() (res scanResult) {
 	return scanWait
 }
 
-// judge runs the tag b[lt:end] through stripState.token, with the judge
-// tokenizer when token reads its attributes or only the tokenizer can
-// tell whether it is self-closing. It needs all output before the tag
+// judge runs the tag b[lt:end] through stripState.token, with its
+// attributes read by rawTag when token reads them or only they tell
+// whether it is self-closing, or by the judge tokenizer when rawTag
+// declines the tag. It needs all output before the tag
 // returned first: until then it leaves f.pos at lt and asks for a drain.
 // Afterwards the tag's bytes are consumed (f.out, f.ready and f.pos at
 // end) and what is kept of it, with any confirmation link, is in f.extra
@@ -445,6 +459,8 @@ func (f *fastStripper) judge(b []byte, lt, end int, endTag bool) scanResult {
 		kept = f.st.token(nil, html.EndTagToken, raw)
 	case raw[len(raw)-2] != '/' && f.st.skip != "" && !f.st.needsAttrs(lowerName(f.lname[:0], raw[1:]), raw):
 		kept = f.st.token(nil, html.StartTagToken, raw)
+	case f.attrs.read(raw):
+		kept = f.st.token(&f.attrs, f.attrs.tt, raw)
 	default:
 		z := f.judgeTokenizer()
 		f.j.feeder.b = raw
