@@ -7,6 +7,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"strconv"
 	"testing"
 
 	"go.uber.org/zap"
@@ -172,6 +173,9 @@ func htmlBackend(b *testing.B, file string) ([]byte, *httptest.Server) {
 	}
 	drv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html;charset=utf-8")
+		// Set, or a page over 2 KB would go chunked (as bench/cmd/sparkstatic
+		// does not), and the reverse proxy would flush after every read.
+		w.Header().Set("Content-Length", strconv.Itoa(len(page)))
 		_, _ = w.Write(page)
 	}))
 	b.Cleanup(drv.Close)

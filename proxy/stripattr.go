@@ -20,9 +20,13 @@ type tagAttrs interface {
 	TagAttr() (key, val []byte, moreAttr bool)
 }
 
-// maxRawAttrs is the most attributes rawTag reads; a tag with more goes
-// to the tokenizer (Spark's tags have up to about six).
-const maxRawAttrs = 32
+// maxRawAttrs is the most attributes rawTag reads, and maxRawTag the
+// longest tag; a tag with more goes to the tokenizer (Spark's tags have
+// up to about six attributes and a few hundred bytes).
+const (
+	maxRawAttrs = 16
+	maxRawTag   = 1<<16 - 1
+)
 
 // rawTag reads the attributes of one complete start tag (as scanTag
 // accepts it) from its raw bytes, exactly as x/net/html's tokenizer reads
@@ -38,7 +42,7 @@ type rawTag struct {
 	nameEnd int
 	// attr holds, per kept attribute, the key's start and end and the
 	// value's start and end in raw, as the tokenizer's spans.
-	attr [maxRawAttrs][4]int32
+	attr [maxRawAttrs][4]uint16
 	n    int // attributes kept
 	next int // the next one TagAttr returns
 	tt   html.TokenType
@@ -54,12 +58,46 @@ var judgedKeys = [][]byte{
 // judgedKey returns the lower-case form of key if it is one of judgedKeys
 // in any ASCII case, else nil.
 func judgedKey(key []byte) []byte {
-	for _, k := range judgedKeys {
-		if len(k) == len(key) && asciiEqualFold(key, string(k)) {
-			return k
+	var k []byte
+	switch len(key) {
+	case 4:
+		k = judgedKeys[1] // href
+		if key[0]|0x20 == 'n' {
+			k = judgedKeys[6] // name
 		}
+	case 5:
+		k = judgedKeys[0] // class
+		if key[0]|0x20 == 'v' {
+			k = judgedKeys[7] // value
+		}
+	case 6:
+		k = judgedKeys[4] // action
+	case 7:
+		k = judgedKeys[3] // content
+	case 10:
+		k = judgedKeys[2] // xlink:href
+		if key[0]|0x20 == 'f' {
+			k = judgedKeys[5] // formaction
+		}
+	default:
+		return nil
+	}
+	if foldEqual(key, k) {
+		return k
 	}
 	return nil
+}
+
+// plainValue reports whether the tokenizer returns the attribute value v
+// as it is: it has no character reference to unescape, no carriage return
+// to convert and no NUL byte to replace.
+func plainValue(v []byte) bool {
+	for _, c := range v {
+		if c == '&' || c == '\r' || c == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // foldEqual reports whether a and b are equal once ASCII upper case is
@@ -98,6 +136,9 @@ func skipTagSpace(b []byte, p int) int {
 // the tokenizer must read the tag instead (see rawTag).
 func (t *rawTag) read(raw []byte) bool {
 	t.raw, t.n, t.next = raw, 0, 0
+	if len(raw) > maxRawTag {
+		return false
+	}
 	// Name: up to white space (consumed), '/' or '>'.
 	p := 1
 	for p < len(raw) && tagClass[raw[p]]&(tcSpace|tcSlash|tcGT) == 0 {
@@ -157,10 +198,10 @@ func (t *rawTag) read(raw []byte) bool {
 			if t.n == maxRawAttrs {
 				return false
 			}
-			if judgedKey(raw[ks:ke]) != nil && bytes.ContainsAny(raw[vs:ve], "&\r\x00") {
+			if judgedKey(raw[ks:ke]) != nil && !plainValue(raw[vs:ve]) {
 				return false
 			}
-			t.attr[t.n] = [4]int32{int32(ks), int32(ke), int32(vs), int32(ve)}
+			t.attr[t.n] = [4]uint16{uint16(ks), uint16(ke), uint16(vs), uint16(ve)}
 			t.n++
 		}
 		p = skipTagSpace(raw, p)
@@ -171,7 +212,7 @@ func (t *rawTag) read(raw []byte) bool {
 	// Self-closing, as readStartTag tells: "/>" at the end that is not
 	// the end of the last attribute's value.
 	t.tt = html.StartTagToken
-	if end := len(raw) - 1; raw[end-1] == '/' && (t.n == 0 || int32(end-1) != t.attr[t.n-1][3]-1) {
+	if end := len(raw) - 1; raw[end-1] == '/' && (t.n == 0 || end != int(t.attr[t.n-1][3])) {
 		t.tt = html.SelfClosingTagToken
 	}
 	return true

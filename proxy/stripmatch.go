@@ -210,7 +210,7 @@ func (k killKind) path() string {
 // path, exactly, ends in one of the two handlers KillTarget names, with or
 // without the trailing slash (relative paths too).
 func driverKillKind(u []byte) killKind {
-	if i := bytes.IndexAny(u, "?#"); i >= 0 {
+	if i := indexEither(u, '?', '#'); i >= 0 {
 		u = u[:i]
 	}
 	u = bytes.TrimSuffix(u, []byte("/"))
@@ -310,12 +310,12 @@ func spaceAfter(b []byte) bool {
 // Guard refuses (isKillSegment). Browsers read '\' as '/' in http URLs,
 // and the segment is percent-decoded once, as the gateway would decode it.
 func isKillURL(u []byte) bool {
-	if i := bytes.IndexAny(u, "?#"); i >= 0 {
+	if i := indexEither(u, '?', '#'); i >= 0 {
 		u = u[:i]
 	}
 	var dec [64]byte
 	for len(u) > 0 {
-		i := bytes.IndexAny(u, "/\\")
+		i := indexEither(u, '/', '\\')
 		seg := u
 		if i >= 0 {
 			seg, u = u[:i], u[i+1:]
@@ -365,4 +365,16 @@ func appendPercentDecodedLoose(dst, s []byte) []byte {
 		dst = append(dst, c)
 	}
 	return dst
+}
+
+// indexEither returns the index of the first a or b in s, or -1: what
+// bytes.IndexAny(s, string(a)+string(b)) returns for two ASCII bytes,
+// without its per-call set (the stripper asks this of every URL it judges).
+func indexEither(s []byte, a, b byte) int {
+	for i, c := range s {
+		if c == a || c == b {
+			return i
+		}
+	}
+	return -1
 }

@@ -110,12 +110,10 @@ type fastStripper struct {
 	// attrs reads a judged tag's attributes, unless the tag needs the
 	// judge tokenizer (see rawTag).
 	attrs rawTag
-	// Room for st's buffers, so that a page with kill controls costs no
-	// allocation per control (nor per page, up to these sizes).
-	scratchBuf    [512]byte
-	linkBuf       [256]byte
-	innerNamesBuf [64]byte
-	innerEndsBuf  [16]int
+	// bufs is room for st's buffers, taken when a tag is first judged: a
+	// page with kill controls costs one allocation for them, not one per
+	// control, and a page with none does not pay for zeroing them.
+	bufs *stripBufs
 
 	// slow is the tokenizer-based stripper the stream was handed to; it
 	// hands it back (slow.yielded) once it is at a token boundary in data
@@ -167,8 +165,6 @@ func newFastStripper(src io.ReadCloser, rewrite bool, linkPrefix string) *fastSt
 	f := &fastStripper{src: src, bp: bp, buf: *bp, wait: true}
 	f.in.r = src
 	f.st.rewrite, f.st.linkPrefix = rewrite, linkPrefix
-	f.st.scratch, f.st.link = f.scratchBuf[:0], f.linkBuf[:0]
-	f.st.innerNames, f.st.innerEnds = f.innerNamesBuf[:0], f.innerEndsBuf[:0]
 	return f
 }
 
@@ -453,6 +449,11 @@ func (f *fastStripper) judge(b []byte, lt, end int, endTag bool) scanResult {
 		return scanDrain
 	}
 	raw := b[lt:end]
+	if f.bufs == nil {
+		f.bufs = new(stripBufs)
+		f.st.scratch, f.st.link = f.bufs.scratch[:0], f.bufs.link[:0]
+		f.st.innerNames, f.st.innerEnds = f.bufs.innerNames[:0], f.bufs.innerEnds[:0]
+	}
 	var kept []byte
 	switch {
 	case endTag:
@@ -480,6 +481,14 @@ func (f *fastStripper) judge(b []byte, lt, end int, endTag bool) scanResult {
 		return scanDrain
 	}
 	return scanWait
+}
+
+// stripBufs is room for the buffers of a stream's stripState.
+type stripBufs struct {
+	scratch    [512]byte
+	link       [256]byte
+	innerNames [64]byte
+	innerEnds  [16]int
 }
 
 // judgeTokenizer returns the stream's judge tokenizer, from a pool: it
