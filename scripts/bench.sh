@@ -182,7 +182,7 @@ note "machine" "$(nproc) cores ($(awk -F': ' '/model name/ {print $2; exit}' /pr
 note "versions" "sparkgate $(git describe --always --dirty 2>/dev/null || echo dev), $(go version | cut -d' ' -f3), oauth2-proxy $o2p_version, Spark $spark_version, $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2)"
 note "wrk" "$threads threads, $conns connections, $duration per run after a 1 s warm-up, 127.0.0.1"
 
-read -r sg_port sgo_port o2p_port oidc_port ngx_port < <("$B/freeport" -n 5 | paste -sd' ')
+read -r sg_port sgo_port o2p_port oidc_port ngx_port sgo_metrics_port < <("$B/freeport" -n 6 | paste -sd' ')
 
 # --- upstreams -------------------------------------------------------------
 driver_url="" driver_id=""
@@ -347,6 +347,7 @@ if [ "$have_oidc" = 1 ]; then
 
   cat >"$out/conf/sparkgate-oidc.yaml" <<EOF
 listen: 127.0.0.1:$sgo_port
+metrics_listen: 127.0.0.1:$sgo_metrics_port
 auth:
   mode: oidc
   oidc: {issuer: "$issuer", client_id: sparkgate}
@@ -426,6 +427,7 @@ if [ -n "$sgo_url" ] && [ "$users" -gt 0 ]; then
   if "$B/login" -start "$sgo_url/oauth2/login" -cookie _sparkgate -user user -n "$users" >"$out/conf/users.cookies" 2>"$out/logs/login-users.log"; then
     log "users: $users clients for $users_duration"
     "$B/users" -base "$sgo_url" -cookies "$out/conf/users.cookies" -pid "$sgo_pid" -duration "$users_duration" \
+      -metrics "http://127.0.0.1:$sgo_metrics_port/metrics" -settle 10s \
       -paths "/app/$static_id/jobs/,/api/v1/applications/$static_id/jobs/0,/" >"$out/users.md" || log "users failed"
   else
     log "signing in $users users failed (see $out/logs/login-users.log)"
