@@ -7,6 +7,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"strconv"
 	"testing"
 
 	"go.uber.org/zap"
@@ -109,12 +110,19 @@ func zapNop() *zap.Logger { return zap.NewNop() }
 // (client, gateway and backend together): on a shared machine the wall
 // clock also counts other processes' time. BenchmarkBareProxyHTML is the
 // same request through a bare httputil.ReverseProxy, the baseline.
+//
+// kill20 is the same for a kill-heavy page (3.5.9's jobs page with 20
+// jobs running, a kill control each), plain.
 func BenchmarkServeAppHTML(b *testing.B) {
-	page, drv := htmlBackend(b)
+	page, drv := htmlBackend(b, "testdata/spark-3.5.9-jobs.html")
+	kpage, kdrv := htmlBackend(b, "testdata/spark-3.5.9-jobs-kill20.html")
 	h := newHarness(b, nil)
 	u, _ := url.Parse(drv.URL)
-	h.reg.Store(discovery.NewSnapshot([]*discovery.App{{ID: appLive, Name: "etl", User: "alice",
-		State: discovery.Running, UIURL: u, Source: "static"}}))
+	ku, _ := url.Parse(kdrv.URL)
+	h.reg.Store(discovery.NewSnapshot([]*discovery.App{
+		{ID: appLive, Name: "etl", User: "alice", State: discovery.Running, UIURL: u, Source: "static"},
+		{ID: appKill20, Name: "etl", User: "alice", State: discovery.Running, UIURL: ku, Source: "static"},
+	}))
 	c, err := Compress(h.srv)
 	if err != nil {
 		b.Fatal(err)
@@ -126,32 +134,48 @@ func BenchmarkServeAppHTML(b *testing.B) {
 			benchGet(b, h.client, gw.URL+"/app/"+appLive+"/jobs/", enc, len(page))
 		})
 	}
+	b.Run("kill20", func(b *testing.B) {
+		benchGet(b, h.client, gw.URL+"/app/"+appKill20+"/jobs/", "identity", len(kpage))
+	})
 }
 
-// BenchmarkBareProxyHTML is BenchmarkServeAppHTML/identity through a bare
-// httputil.ReverseProxy (no authentication, no stripping; as
-// bench/cmd/bareproxy): what proxying alone costs in the same process.
+// appKill20 is the app of BenchmarkServeAppHTML's kill-heavy page.
+const appKill20 = "app-20240101000000-0020"
+
+// BenchmarkBareProxyHTML is BenchmarkServeAppHTML/identity (and kill20)
+// through a bare httputil.ReverseProxy (no authentication, no stripping;
+// as bench/cmd/bareproxy): what proxying alone costs in the same process.
 func BenchmarkBareProxyHTML(b *testing.B) {
-	page, drv := htmlBackend(b)
-	u, _ := url.Parse(drv.URL)
-	rp := httputil.NewSingleHostReverseProxy(u)
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = maxIdlePerUpstream
-	rp.Transport = tr
-	gw := httptest.NewServer(rp)
-	b.Cleanup(gw.Close)
-	benchGet(b, &http.Client{}, gw.URL+"/jobs/", "identity", len(page))
+	for _, c := range []struct{ name, file string }{
+		{"jobs", "testdata/spark-3.5.9-jobs.html"},
+		{"kill20", "testdata/spark-3.5.9-jobs-kill20.html"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			page, drv := htmlBackend(b, c.file)
+			u, _ := url.Parse(drv.URL)
+			rp := httputil.NewSingleHostReverseProxy(u)
+			tr := http.DefaultTransport.(*http.Transport).Clone()
+			tr.MaxIdleConnsPerHost = maxIdlePerUpstream
+			rp.Transport = tr
+			gw := httptest.NewServer(rp)
+			b.Cleanup(gw.Close)
+			benchGet(b, &http.Client{}, gw.URL+"/jobs/", "identity", len(page))
+		})
+	}
 }
 
-// htmlBackend serves the real 3.5.9 jobs page with its length, as Spark's
+// htmlBackend serves a real Spark page (file) with its length, as Spark's
 // Jetty serves a page that fits its output buffer.
-func htmlBackend(b *testing.B) ([]byte, *httptest.Server) {
-	page, err := os.ReadFile("testdata/spark-3.5.9-jobs.html")
+func htmlBackend(b *testing.B, file string) ([]byte, *httptest.Server) {
+	page, err := os.ReadFile(file)
 	if err != nil {
 		b.Fatal(err)
 	}
 	drv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html;charset=utf-8")
+		// Set, or a page over 2 KB would go chunked (as bench/cmd/sparkstatic
+		// does not), and the reverse proxy would flush after every read.
+		w.Header().Set("Content-Length", strconv.Itoa(len(page)))
 		_, _ = w.Write(page)
 	}))
 	b.Cleanup(drv.Close)

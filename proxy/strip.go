@@ -297,7 +297,7 @@ func (st *stripState) owe(name string, u []byte) {
 
 // oweID records an id a removed kill form submits (Spark 4.0.5's hidden
 // <input name="id">); the tag's name must not have been read yet.
-func (st *stripState) oweID(z *html.Tokenizer) {
+func (st *stripState) oweID(z tagAttrs) {
 	_, more := z.TagName()
 	var name, val []byte
 	hasName := false
@@ -362,10 +362,10 @@ func oversizedControl(raw []byte) string {
 // token handles one token (tt is not ErrorToken) and returns the bytes to
 // pass on for it.
 //
-// raw is the token's raw bytes. z is the tokenizer that has just read the
-// token; the fast path passes nil for a token whose attributes are not
-// read (needsAttrs).
-func (st *stripState) token(z *html.Tokenizer, tt html.TokenType, raw []byte) []byte {
+// raw is the token's raw bytes. z reads its attributes: the tokenizer
+// that has just read the token, or the fast path's rawTag; the fast path
+// passes nil for a token whose attributes are not read (needsAttrs).
+func (st *stripState) token(z tagAttrs, tt html.TokenType, raw []byte) []byte {
 	var name []byte
 	var lname [16]byte
 	switch tt {
@@ -409,7 +409,7 @@ func (st *stripState) token(z *html.Tokenizer, tt html.TokenType, raw []byte) []
 
 // judge handles a token outside any removed element and returns the bytes
 // to pass on for it.
-func (st *stripState) judge(z *html.Tokenizer, tt html.TokenType, name, raw []byte) []byte {
+func (st *stripState) judge(z tagAttrs, tt html.TokenType, name, raw []byte) []byte {
 	if (tt == html.StartTagToken || tt == html.SelfClosingTagToken) && isControlCandidate(name) && mayBeKill(raw) {
 		st.scratch = append(st.scratch[:0], raw...)
 		cn := controlName(name)
@@ -445,7 +445,7 @@ func (st *stripState) needsAttrs(name, raw []byte) bool {
 // skipToken consumes a token inside a removed element. It returns true when
 // the removed element ended before this token, which must then be handled
 // as an ordinary token.
-func (st *stripState) skipToken(z *html.Tokenizer, tt html.TokenType, name []byte) bool {
+func (st *stripState) skipToken(z tagAttrs, tt html.TokenType, name []byte) bool {
 	switch tt {
 	case html.StartTagToken, html.SelfClosingTagToken:
 		if st.owed != killNone && st.skip == "form" && string(name) == "input" {

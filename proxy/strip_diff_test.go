@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/net/html"
 )
 
 // The fast path (stripscan.go) must give, byte for byte, the output of the
@@ -155,7 +157,8 @@ var diffSeeds = []string{
 // FuzzStripperDifferential feeds the same input, split at every byte (at
 // 64 places for inputs over 256 bytes), to the fast path and to the
 // reference; seeds are the captured Spark pages (1 KB around their first
-// kill control) and diffSeeds.
+// kill control; more of the kill-heavy pages), diffSeeds, and tags whose
+// attributes the fast path's rawTag reads or hands to the tokenizer.
 func FuzzStripperDifferential(f *testing.F) {
 	for _, s := range diffSeeds {
 		f.Add(s)
@@ -168,6 +171,21 @@ func FuzzStripperDifferential(f *testing.F) {
 		}
 		f.Add(page[max(0, i-512):min(len(page), i+512)])
 	}
+	// The kill-heavy pages (a jobs page with 20 jobs running) once more:
+	// 4 KB from their first kill control, several controls in a row (whole,
+	// they are in TestStripperMatchesReferenceOnSparkPages).
+	for name, page := range sparkPages(f) {
+		if !strings.Contains(name, "-jobs-kill") {
+			continue
+		}
+		i := strings.Index(page, "kill")
+		f.Add(page[max(0, i-512):min(len(page), i+4096)])
+	}
+	f.Add(`<a HREF=/jobs/job/kill/?id=1 Class=x class=kill-link onclick="a" href="/x">k</a><a class=x CLASS=kill-link>ok</a>`)
+	f.Add(`<form action=/app/x/jobs/job/kill/ ><input name=id value=4/><INPUT NAME="id" value='5' name=x /><a href="#" class="kill-link" data-kill-message="kill 4?">(kill)</a></form>`)
+	f.Add(`<a class="kill-link" href="/jobs/job/kill/?id=1&amp;x=2">k</a><form action="/jobs/job/kill/"><input name="id" value="&#55;"><input name="id" value="7
+"></form>`)
+	f.Add(`<a class=kill-link><b/><i a=b/><br/><p x/ ></i></a><a href=/x/ kill-link/>y</a>`)
 	f.Fuzz(func(t *testing.T, in string) {
 		// A stripper that never ends is a failure with this input, not a
 		// hung fuzzer.
@@ -220,6 +238,37 @@ func TestStripperCopyPathAllocs(t *testing.T) {
 	}
 }
 
+// TestStripperKillPageAllocs: a page with a kill control per row (20
+// jobs running) costs the fast path no allocation per control, in both
+// modes: the judged tags' attributes are read in place (rawTag), and the
+// kept tags and confirmation links fit the reader's stripBufs.
+func TestStripperKillPageAllocs(t *testing.T) {
+	for _, v := range []string{"3.5.9", "4.0.5", "4.3.0"} {
+		page, err := os.ReadFile("testdata/spark-" + v + "-jobs-kill20.html")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rewrite := range []bool{false, true} {
+			var src bytes.Reader
+			buf := make([]byte, 32<<10)
+			sink := new(sinkWriter)
+			allocs := testing.AllocsPerRun(50, func() {
+				src.Reset(page)
+				r := newFastStripper(nopCloser{&src}, rewrite, "/app/x")
+				if _, err := io.CopyBuffer(sink, r, buf); err != nil {
+					t.Fatal(err)
+				}
+				_ = r.Close()
+			})
+			t.Logf("%s rewrite=%v: %v allocations", v, rewrite, allocs)
+			// The reader, its stripBufs, and nopCloser{&src} in an interface.
+			if allocs > 3 {
+				t.Errorf("stripping %s's kill-heavy jobs page (rewrite %v) allocates %v times; want at most 3", v, rewrite, allocs)
+			}
+		}
+	}
+}
+
 // TestStripperMatchesReferenceLargeTokens: tokens longer than the
 // tokenizer's maxTokenBuf, where the fast path hands an oversized tag to
 // the reference and takes the stream back after it, and streams long text
@@ -242,4 +291,78 @@ func TestStripperMatchesReferenceLargeTokens(t *testing.T) {
 			diffStrippers(t, in, k, 32<<10, io.EOF)
 		}
 	}
+}
+
+// FuzzRawTag compares rawTag, the fast path's attribute reader, with the
+// tokenizer on one start tag: the same token type, the same attributes in
+// the same order (keys lower-cased as the stripper compares them) and,
+// for the keys the stripper reads, the same values; or rawTag declines
+// the tag. Seeds are every start tag of the captured Spark pages.
+func FuzzRawTag(f *testing.F) {
+	for _, page := range sparkPages(f) {
+		z := html.NewTokenizer(strings.NewReader(page))
+		for tt := z.Next(); tt != html.ErrorToken; tt = z.Next() {
+			if tt == html.StartTagToken || tt == html.SelfClosingTagToken {
+				f.Add(string(z.Raw()))
+			}
+		}
+	}
+	for _, s := range []string{`<a b=c/>`, `<a b="c"/>`, `<a/b/>`, `<a =b class=kill-link CLASS=x/>`, `<a b = c d= e f =g/ >`,
+		`<input name=id value='1' NAME=x>`, `<a href="a&amp;b" class=k>`, "<a\x00 class=\x00>", `<a b c d e f g h i j k l m n o p q r s t u v w x y z aa bb cc dd ee ff gg>`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		b := []byte(in)
+		if len(b) < 3 || b[0] != '<' || !isASCIILetter(b[1]) {
+			return
+		}
+		end, _, ok := scanTag(b, 1)
+		if !ok {
+			return
+		}
+		tag := b[:end]
+		z := html.NewTokenizer(bytes.NewReader(tag))
+		tt := z.Next()
+		if len(z.Raw()) != len(tag) {
+			return // the fast path hands such a tag to the tokenizer
+		}
+		var rt rawTag
+		if !rt.read(bytes.Clone(tag)) {
+			return
+		}
+		if rt.tt != tt {
+			t.Fatalf("%q: rawTag reads a %v, the tokenizer a %v", tag, rt.tt, tt)
+		}
+		_, zMore := z.TagName()
+		_, rMore := rt.TagName()
+		if zMore != rMore {
+			t.Fatalf("%q: has attributes: rawTag %v, tokenizer %v", tag, rMore, zMore)
+		}
+		for i := 0; zMore || rMore; i++ {
+			var zk, zv, rk, rv []byte
+			zk, zv, zMore = z.TagAttr()
+			rk, rv, rMore = rt.TagAttr()
+			if !bytes.Equal(lowerASCII(rk), rk) && judgedKey(rk) != nil {
+				t.Fatalf("%q: attribute %d: rawTag's key %q is not lower-case", tag, i, rk)
+			}
+			if string(lowerASCII(bytes.ReplaceAll(rk, []byte{0}, []byte("\ufffd")))) != string(zk) || zMore != rMore {
+				t.Fatalf("%q: attribute %d: rawTag %q (more %v), tokenizer %q (more %v)", tag, i, rk, rMore, zk, zMore)
+			}
+			if judgedKey(zk) != nil && string(rv) != string(zv) {
+				t.Fatalf("%q: attribute %q: rawTag value %q, tokenizer %q", tag, zk, rv, zv)
+			}
+		}
+	})
+}
+
+// lowerASCII returns b with ASCII upper case lowered, as the tokenizer
+// lowers keys.
+func lowerASCII(b []byte) []byte {
+	out := bytes.Clone(b)
+	for i, c := range out {
+		if 'A' <= c && c <= 'Z' {
+			out[i] = c + 'a' - 'A'
+		}
+	}
+	return out
 }

@@ -528,10 +528,11 @@ func hasKillControl(s string) bool {
 // BenchmarkStripper compares, in one run, the fast path
 // (NewStrippingReader), the tokenizer-based reference and a plain copy of
 // the same real Spark pages (every captured page of testdata, one after
-// the other per op; 9 of the 20 hold kill controls) through the same kind
+// the other per op; 12 of the 23 hold kill controls) through the same kind
 // of source and sink (a counting writer, so that the copy really moves the
 // bytes). The nokill variants take the pages without kill controls only,
-// the copy path of most requests. MB/cpu-s divides by the CPU time the
+// the copy path of most requests; the kill20 variants the three jobs
+// pages with 20 jobs running (a kill control each). MB/cpu-s divides by the CPU time the
 // process used rather than the wall clock, which on a shared machine also
 // counts other processes' turns.
 func BenchmarkStripper(b *testing.B) {
@@ -539,7 +540,7 @@ func BenchmarkStripper(b *testing.B) {
 	if err != nil || len(files) == 0 {
 		b.Fatalf("no testdata pages: %v", err)
 	}
-	var all, nokill [][]byte
+	var all, nokill, kill20 [][]byte
 	for _, f := range files {
 		in, err := os.ReadFile(f)
 		if err != nil {
@@ -548,6 +549,9 @@ func BenchmarkStripper(b *testing.B) {
 		all = append(all, in)
 		if !bytes.Contains(in, []byte("kill")) {
 			nokill = append(nokill, in)
+		}
+		if strings.Contains(f, "-jobs-kill20.") {
+			kill20 = append(kill20, in)
 		}
 	}
 	buf := make([]byte, 32<<10)
@@ -590,6 +594,8 @@ func BenchmarkStripper(b *testing.B) {
 	b.Run("io.Copy", run(all, plain))
 	b.Run("fast-nokill", run(nokill, fast))
 	b.Run("io.Copy-nokill", run(nokill, plain))
+	b.Run("fast-kill20", run(kill20, fast))
+	b.Run("io.Copy-kill20", run(kill20, plain))
 }
 
 // nopCloser is io.NopCloser without its allocation.

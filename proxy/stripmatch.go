@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"unicode"
 	"unicode/utf8"
-
-	"golang.org/x/net/html"
 )
 
 // This file judges one start tag: is it a kill control? Everything works
@@ -145,10 +143,10 @@ var killClasses = []string{"kill-link", "hold-link", "resume-link"}
 // have been read yet) and reports whether it is a kill control. name is the
 // lower-case tag name. u is the tag's first href (for <a>) or action (for
 // <form>), the URL a confirmation link is made from; it points into the
-// tokenizer's buffer and is valid until its next token. Reading stops at
-// the verdict, once u is known if wantURL: TagAttr copies attributes with
-// newlines, and Spark's onclick is long.
-func judgeControl(z *html.Tokenizer, name string, wantURL bool) (kill bool, u []byte) {
+// tag's bytes (or the tokenizer's buffer) and is valid until the next
+// token. Reading stops at the verdict, once u is known if wantURL: the
+// tokenizer's TagAttr copies attributes, and Spark's onclick is long.
+func judgeControl(z tagAttrs, name string, wantURL bool) (kill bool, u []byte) {
 	_, more := z.TagName()
 	seenURL := !wantURL || (name != "a" && name != "form")
 	for more && !(kill && seenURL) {
@@ -212,7 +210,7 @@ func (k killKind) path() string {
 // path, exactly, ends in one of the two handlers KillTarget names, with or
 // without the trailing slash (relative paths too).
 func driverKillKind(u []byte) killKind {
-	if i := bytes.IndexAny(u, "?#"); i >= 0 {
+	if i := indexEither(u, '?', '#'); i >= 0 {
 		u = u[:i]
 	}
 	u = bytes.TrimSuffix(u, []byte("/"))
@@ -312,12 +310,12 @@ func spaceAfter(b []byte) bool {
 // Guard refuses (isKillSegment). Browsers read '\' as '/' in http URLs,
 // and the segment is percent-decoded once, as the gateway would decode it.
 func isKillURL(u []byte) bool {
-	if i := bytes.IndexAny(u, "?#"); i >= 0 {
+	if i := indexEither(u, '?', '#'); i >= 0 {
 		u = u[:i]
 	}
 	var dec [64]byte
 	for len(u) > 0 {
-		i := bytes.IndexAny(u, "/\\")
+		i := indexEither(u, '/', '\\')
 		seg := u
 		if i >= 0 {
 			seg, u = u[:i], u[i+1:]
@@ -367,4 +365,16 @@ func appendPercentDecodedLoose(dst, s []byte) []byte {
 		dst = append(dst, c)
 	}
 	return dst
+}
+
+// indexEither returns the index of the first a or b in s, or -1: what
+// bytes.IndexAny(s, string(a)+string(b)) returns for two ASCII bytes,
+// without its per-call set (the stripper asks this of every URL it judges).
+func indexEither(s []byte, a, b byte) int {
+	for i, c := range s {
+		if c == a || c == b {
+			return i
+		}
+	}
+	return -1
 }

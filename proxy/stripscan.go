@@ -19,11 +19,13 @@ import (
 // tokenizer-based stripper (stripState, judgeControl): a tag that may be a
 // kill control (an <a>, <form>, <button>, <input>, <area> or <meta> whose
 // raw bytes pass mayBeKill), and every tag inside an element being
-// removed. Each is fed, alone, to one tokenizer per stream (judge), which
-// reads attributes exactly as the tokenizer-based stripper does; text,
-// comments and raw text inside a removed element are dropped by the
-// scanner. A page without kill controls is copied with no tokenizer and
-// no allocation (the buffer is pooled).
+// removed. Its attributes are read by rawTag, which reads them exactly as
+// the tokenizer does without its allocations (FuzzRawTag), or, for a tag
+// with a character reference, carriage return or NUL in a value judged,
+// by one tokenizer per stream fed that tag alone; text, comments and raw
+// text inside a removed element are dropped by the scanner. A page is
+// copied with no tokenizer and no allocation (the buffer is pooled) unless
+// such a tag is in it.
 //
 // Its output equals the tokenizer-based stripper's for every input whose
 // tokens are shorter than maxTokenBuf (FuzzStripperDifferential), and for
@@ -105,6 +107,13 @@ type fastStripper struct {
 	j     *judgeTok // from judgePool, once needed
 	extra []byte
 	lname [16]byte // a lower-cased tag name
+	// attrs reads a judged tag's attributes, unless the tag needs the
+	// judge tokenizer (see rawTag).
+	attrs rawTag
+	// bufs is room for st's buffers, taken when a tag is first judged: a
+	// page with kill controls costs one allocation for them, not one per
+	// control, and a page with none does not pay for zeroing them.
+	bufs *stripBufs
 
 	// slow is the tokenizer-based stripper the stream was handed to; it
 	// hands it back (slow.yielded) once it is at a token boundary in data
@@ -423,9 +432,10 @@ func (f *fastStripper) scan() (res scanResult) {
 	return scanWait
 }
 
-// judge runs the tag b[lt:end] through stripState.token, with the judge
-// tokenizer when token reads its attributes or only the tokenizer can
-// tell whether it is self-closing. It needs all output before the tag
+// judge runs the tag b[lt:end] through stripState.token, with its
+// attributes read by rawTag when token reads them or only they tell
+// whether it is self-closing, or by the judge tokenizer when rawTag
+// declines the tag. It needs all output before the tag
 // returned first: until then it leaves f.pos at lt and asks for a drain.
 // Afterwards the tag's bytes are consumed (f.out, f.ready and f.pos at
 // end) and what is kept of it, with any confirmation link, is in f.extra
@@ -439,12 +449,19 @@ func (f *fastStripper) judge(b []byte, lt, end int, endTag bool) scanResult {
 		return scanDrain
 	}
 	raw := b[lt:end]
+	if f.bufs == nil {
+		f.bufs = new(stripBufs)
+		f.st.scratch, f.st.link = f.bufs.scratch[:0], f.bufs.link[:0]
+		f.st.innerNames, f.st.innerEnds = f.bufs.innerNames[:0], f.bufs.innerEnds[:0]
+	}
 	var kept []byte
 	switch {
 	case endTag:
 		kept = f.st.token(nil, html.EndTagToken, raw)
 	case raw[len(raw)-2] != '/' && f.st.skip != "" && !f.st.needsAttrs(lowerName(f.lname[:0], raw[1:]), raw):
 		kept = f.st.token(nil, html.StartTagToken, raw)
+	case f.attrs.read(raw):
+		kept = f.st.token(&f.attrs, f.attrs.tt, raw)
 	default:
 		z := f.judgeTokenizer()
 		f.j.feeder.b = raw
@@ -464,6 +481,14 @@ func (f *fastStripper) judge(b []byte, lt, end int, endTag bool) scanResult {
 		return scanDrain
 	}
 	return scanWait
+}
+
+// stripBufs is room for the buffers of a stream's stripState.
+type stripBufs struct {
+	scratch    [512]byte
+	link       [256]byte
+	innerNames [64]byte
+	innerEnds  [16]int
 }
 
 // judgeTokenizer returns the stream's judge tokenizer, from a pool: it

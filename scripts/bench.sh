@@ -17,7 +17,7 @@
 # BENCH_SPARK (Spark version under .cache/spark, default 3.5.9), BENCH_GO
 # (1 runs the Go benchmarks, default 1), BENCH_SCALE (1 runs the scale
 # program, default 1), BENCH_USERS (distinct sessions of the many-users
-# load, 1000; 0 skips it), BENCH_USERS_DURATION (30s).
+# load, 1000; 0 skips it), BENCH_USERS_DURATION (60s).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -28,7 +28,7 @@ conns="${BENCH_CONNECTIONS:-50}"
 rounds="${BENCH_ROUNDS:-3}"
 running_jobs="${BENCH_RUNNING_JOBS:-20}"
 users="${BENCH_USERS:-1000}"
-users_duration="${BENCH_USERS_DURATION:-30s}"
+users_duration="${BENCH_USERS_DURATION:-60s}"
 run_scale="${BENCH_SCALE:-1}"
 spark_version="${BENCH_SPARK:-3.5.9}"
 run_go="${BENCH_GO:-1}"
@@ -182,7 +182,7 @@ note "machine" "$(nproc) cores ($(awk -F': ' '/model name/ {print $2; exit}' /pr
 note "versions" "sparkgate $(git describe --always --dirty 2>/dev/null || echo dev), $(go version | cut -d' ' -f3), oauth2-proxy $o2p_version, Spark $spark_version, $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2)"
 note "wrk" "$threads threads, $conns connections, $duration per run after a 1 s warm-up, 127.0.0.1"
 
-read -r sg_port sgo_port o2p_port oidc_port ngx_port < <("$B/freeport" -n 5 | paste -sd' ')
+read -r sg_port sgo_port o2p_port oidc_port ngx_port sgo_metrics_port < <("$B/freeport" -n 6 | paste -sd' ')
 
 # --- upstreams -------------------------------------------------------------
 driver_url="" driver_id=""
@@ -210,7 +210,7 @@ kills() { grep -oE '(href|action)="[^"]*/kill/' "$1" | wc -l; }
 nokill_page="$out/capture/jobs.html" nokill_what="/jobs/ captured from the Spark $spark_version driver of this run, its jobs finished"
 [ -s "$nokill_page" ] || { nokill_page=proxy/testdata/spark-3.5.9-stage1.html nokill_what="proxy/testdata/spark-3.5.9-stage1.html"; }
 kill_page="$out/capture/jobs-kill.html" kill_what="/jobs/ captured from the same driver with $running_jobs jobs running"
-[ -s "$kill_page" ] || { kill_page=proxy/testdata/spark-3.5.9-jobs.html kill_what="proxy/testdata/spark-3.5.9-jobs.html (a real 3.5.9 driver, one job running)"; }
+[ -s "$kill_page" ] || { kill_page=proxy/testdata/spark-3.5.9-jobs-kill20.html kill_what="proxy/testdata/spark-3.5.9-jobs-kill20.html (a real 3.5.9 driver, 20 jobs running)"; }
 note "static page (no kill control)" "$nokill_what, $(wc -c <"$nokill_page") bytes, $(kills "$nokill_page") kill controls; served at /jobs/"
 note "static page (kill controls)" "$kill_what, $(wc -c <"$kill_page") bytes, $(kills "$kill_page") kill controls; served at /running/jobs/"
 note "static REST JSON" "one job of /api/v1/applications/<id>/jobs/0, 200 bytes (bench/cmd/sparkstatic)"
@@ -347,6 +347,7 @@ if [ "$have_oidc" = 1 ]; then
 
   cat >"$out/conf/sparkgate-oidc.yaml" <<EOF
 listen: 127.0.0.1:$sgo_port
+metrics_listen: 127.0.0.1:$sgo_metrics_port
 auth:
   mode: oidc
   oidc: {issuer: "$issuer", client_id: sparkgate}
@@ -426,6 +427,7 @@ if [ -n "$sgo_url" ] && [ "$users" -gt 0 ]; then
   if "$B/login" -start "$sgo_url/oauth2/login" -cookie _sparkgate -user user -n "$users" >"$out/conf/users.cookies" 2>"$out/logs/login-users.log"; then
     log "users: $users clients for $users_duration"
     "$B/users" -base "$sgo_url" -cookies "$out/conf/users.cookies" -pid "$sgo_pid" -duration "$users_duration" \
+      -metrics "http://127.0.0.1:$sgo_metrics_port/metrics" -settle 10s \
       -paths "/app/$static_id/jobs/,/api/v1/applications/$static_id/jobs/0,/" >"$out/users.md" || log "users failed"
   else
     log "signing in $users users failed (see $out/logs/login-users.log)"

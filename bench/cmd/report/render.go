@@ -103,7 +103,9 @@ var figureRatios = []comparison{
 var benchRatios = []comparison{
 	// Both halves of BenchmarkStripper read the page through a 32 KiB
 	// buffer into a writer that copies every byte, as a socket would.
-	{"stripper / io.Copy MB/s (real 3.5.9 stages page, same source, buffer and sink)", "proxy.BenchmarkStripper/stripper", "proxy.BenchmarkStripper/io.Copy"},
+	{"stripper / io.Copy MB/s (every captured page of proxy/testdata, same source, buffer and sink)", "proxy.BenchmarkStripper/fast", "proxy.BenchmarkStripper/io.Copy"},
+	{"stripper / io.Copy MB/s (the three kill-heavy jobs pages, 20 kill controls each)", "proxy.BenchmarkStripper/fast-kill20", "proxy.BenchmarkStripper/io.Copy-kill20"},
+	{"sparkgate / bare Go proxy MB/s, kill-heavy 3.5.9 jobs page, whole request in one process (wall clock)", "proxy.BenchmarkServeAppHTML/kill20", "proxy.BenchmarkBareProxyHTML/kill20"},
 	{"handler only / whole request path ns/op", "proxy.BenchmarkServeAppHandler", "proxy.BenchmarkServeApp"},
 	{"gzip / plain MB/s, whole path for the real 18 KB jobs page", "proxy.BenchmarkServeAppHTML/gzip", "proxy.BenchmarkServeAppHTML/identity"},
 }

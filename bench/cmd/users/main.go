@@ -5,7 +5,12 @@
 // HTML page, a REST answer, the index), for -duration. It reports, as
 // Markdown on stdout: requests, errors (transport errors and answers
 // other than 200), req/s, p50/p99/max latency, and the gateway's RSS
-// (sampled every second, from /proc/<-pid>/status) before, peak and after.
+// (sampled every second, from /proc/<-pid>/status) before, peak, right
+// after and -settle after the load. With -metrics (the gateway's
+// Prometheus /metrics), it also reports the Go heap at those two moments:
+// in use (live data and garbage not yet collected) and held but not in use
+// nor returned to the OS, which tells data the gateway retains from heap
+// the runtime has not yet given back.
 // It must not be used for anything but loopback benchmarks.
 package main
 
@@ -39,6 +44,8 @@ func run(args []string) error {
 	paths := fs.String("paths", "/", "comma-separated `paths` each client cycles over")
 	duration := fs.Duration("duration", time.Minute, "how long the load lasts")
 	pid := fs.Int("pid", 0, "the gateway's process `id`, for its RSS")
+	metrics := fs.String("metrics", "", "the gateway's Prometheus metrics `URL`, for its Go heap")
+	settle := fs.Duration("settle", 10*time.Second, "how long after the load RSS and heap are read again")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -116,6 +123,10 @@ func run(args []string) error {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	// Every client has closed its connection (CloseIdleConnections).
+	rssEnd, heapEnd := rss(*pid, "VmRSS"), readHeap(*metrics)
+	time.Sleep(*settle)
+	rssSettled, heapSettled := rss(*pid, "VmRSS"), readHeap(*metrics)
 	var all []time.Duration
 	for _, l := range lat {
 		all = append(all, l...)
@@ -137,9 +148,46 @@ func run(args []string) error {
 		fmt.Printf("| first error | %s |\n", strings.ReplaceAll(e.(string), "|", "/"))
 	}
 	fmt.Printf("| p50 | %s |\n| p99 | %s |\n| max | %s |\n", pct(0.5), pct(0.99), pct(1))
-	fmt.Printf("| gateway RSS before | %.1f MiB |\n| gateway RSS peak (1 s samples) | %.1f MiB |\n| gateway RSS after | %.1f MiB |\n| gateway peak RSS (VmHWM) | %.1f MiB |\n",
-		float64(before)/1024, float64(peak.Load())/1024, float64(rss(*pid, "VmRSS"))/1024, float64(rss(*pid, "VmHWM"))/1024)
+	fmt.Printf("| gateway RSS before | %.1f MiB |\n| gateway RSS peak (1 s samples) | %.1f MiB |\n| gateway RSS after | %.1f MiB |\n| gateway RSS %s after | %.1f MiB |\n| gateway peak RSS (VmHWM) | %.1f MiB |\n",
+		float64(before)/1024, float64(peak.Load())/1024, float64(rssEnd)/1024, settle.String(), float64(rssSettled)/1024, float64(rss(*pid, "VmHWM"))/1024)
+	for _, h := range []struct {
+		when string
+		m    map[string]float64
+	}{{"after", heapEnd}, {settle.String() + " after", heapSettled}} {
+		if h.m == nil {
+			continue
+		}
+		mib := func(k string) float64 { return h.m[k] / (1 << 20) }
+		fmt.Printf("| gateway Go heap %s: in use / held, not in use nor returned / goroutines | %.1f / %.1f MiB / %.0f |\n",
+			h.when, mib("go_memstats_heap_inuse_bytes"), mib("go_memstats_heap_idle_bytes")-mib("go_memstats_heap_released_bytes"), h.m["go_goroutines"])
+	}
 	return nil
+}
+
+// readHeap returns the Go runtime's figures of a Prometheus /metrics page
+// (go_memstats_*, go_goroutines), nil if url is empty or unreadable.
+func readHeap(url string) map[string]float64 {
+	if url == "" {
+		return nil
+	}
+	resp, err := http.Get(url) //nolint:gosec,noctx // this tool's own -metrics flag, loopback
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close() //nolint:errcheck // read-only
+	m := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		name, v, ok := strings.Cut(sc.Text(), " ")
+		if !ok || !(strings.HasPrefix(name, "go_memstats_") || name == "go_goroutines") {
+			continue
+		}
+		if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+			m[name] = f
+		}
+	}
+	return m
 }
 
 // rss is a kB figure of /proc/<pid>/status, 0 if unknown.

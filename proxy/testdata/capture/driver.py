@@ -9,5 +9,7 @@ print("APPID", sc.applicationId, flush=True)
 sc.parallelize(range(10), 2).count()
 def run():
     sc.parallelize(range(4), 4).map(lambda x: __import__('time').sleep(600)).count()
-threading.Thread(target=run, daemon=True).start()
+# one job that stays running, or as many as the second argument asks for
+for _ in range(int(sys.argv[2]) if len(sys.argv) > 2 else 1):
+    threading.Thread(target=run, daemon=True).start()
 time.sleep(900)
