@@ -163,6 +163,8 @@ func (y *MiniYARN) ContainerLogFile(appID, container, typ string) (string, error
 type YARNApp struct {
 	ID          string `json:"id"`
 	User        string `json:"user"`
+	Name        string `json:"name"`
+	Queue       string `json:"queue"`
 	State       string `json:"state"`
 	FinalStatus string `json:"finalStatus"`
 	TrackingUI  string `json:"trackingUI"`
@@ -193,6 +195,32 @@ func (y *MiniYARN) App(ctx context.Context, id string) (YARNApp, error) {
 		return resp.App, fmt.Errorf("decoding app %s: %w", id, err)
 	}
 	return resp.App, nil
+}
+
+// Running returns the ResourceManager's answer to
+// /ws/v1/cluster/apps?states=RUNNING, the list the gateway's YARN source
+// reads.
+func (y *MiniYARN) Running(ctx context.Context) ([]byte, error) {
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, y.WebURL+"/ws/v1/cluster/apps?states=RUNNING", nil)
+	if err != nil {
+		return nil, fmt.Errorf("building request: %w", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reading running apps: %w", err)
+	}
+	defer r.Body.Close()
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, fmt.Errorf("reading running apps: %w", err)
+	}
+	if r.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("running apps: %s", r.Status)
+	}
+	return body, nil
 }
 
 // Stop closes the cluster's stdin and ends it (SIGTERM, which its shutdown

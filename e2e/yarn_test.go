@@ -110,6 +110,7 @@ func (s *suite) runYARN(t *testing.T, home SparkHome, y *MiniYARN, gw *Gateway, 
 	}
 
 	t.Run("listed", func(t *testing.T) { checkYARNListed(ctx, t, gw, client, d, rmApp) })
+	t.Run("index", func(t *testing.T) { s.checkYARNIndex(ctx, t, gw, client, d, y, rmApp, home.Version) })
 	t.Run("crawl", func(t *testing.T) { s.checkYARNCrawl(t, gw, client, d, y) })
 	t.Run("executor logs", func(t *testing.T) { checkYARNExecutorLogs(ctx, t, gw, client, d, y, deniedClient, denied.URL) })
 	t.Run("kill", func(t *testing.T) { checkYARNKill(ctx, t, gw, client, d) })
@@ -150,6 +151,48 @@ func checkYARNListed(ctx context.Context, t *testing.T, gw *Gateway, client *htt
 	if _, _, ok := gw.Watch.Find(re); !ok {
 		t.Errorf("gateway log has no line finding %s from a yarn source:\n%s", d.AppID, gw.Watch.Tail(20))
 	}
+}
+
+// checkYARNIndex wants the app's index row to show the ResourceManager's
+// queue and to offer the by-name link of its YARN application name, which
+// leads to the app. The RM's list is kept in e2e/out/ (the shape the unit
+// tests of the YARN source read, proxy/discovery/testdata).
+func (s *suite) checkYARNIndex(ctx context.Context, t *testing.T, gw *Gateway, c *http.Client, d *Driver, y *MiniYARN, rmApp YARNApp, version string) {
+	if rmApp.Queue == "" || rmApp.Name != d.Opts.Name {
+		t.Fatalf("ResourceManager has %s in queue %q named %q; want a queue, and the name %q", d.AppID, rmApp.Queue, rmApp.Name, d.Opts.Name)
+	}
+	if list, err := y.Running(ctx); err != nil {
+		t.Error(err)
+	} else if err := os.WriteFile(filepath.Join(s.outDir, "yarn-apps-running-"+version+".json"), list, 0o644); err != nil {
+		t.Error(err)
+	}
+	a, err := Get(ctx, c, gw.URL+"/?q="+url.QueryEscape(d.AppID), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(a.Body)
+	i := strings.Index(page, `<tr data-search=`)
+	if a.Status != http.StatusOK || i < 0 || !strings.Contains(page[i:], d.AppID) {
+		t.Fatalf("index ?q=%s = %d, no row of the app:\n%.2000s", d.AppID, a.Status, page)
+	}
+	row, _, _ := strings.Cut(page[i:], "</tr>")
+	queue := `YARN queue <span class="queue">` + rmApp.Queue + `</span>`
+	byName := `href="/by-name/` + url.PathEscape(rmApp.Name) + `/"`
+	if !strings.Contains(row, queue) || !strings.Contains(row, byName) {
+		t.Errorf("index row of %s lacks %q or %s:\n%s", d.AppID, queue, byName, row)
+	}
+	// The search matches the queue too.
+	if a, err := Get(ctx, c, gw.URL+"/?q="+url.QueryEscape(rmApp.Queue+" "+d.AppID), nil); err != nil || !strings.Contains(string(a.Body), `<tr data-search=`) {
+		t.Errorf("index ?q=<queue> <id> lists no row (%v)", err)
+	}
+	a, err = Get(ctx, c, gw.URL+"/by-name/"+url.PathEscape(rmApp.Name)+"/jobs/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "/app/" + d.AppID + "/jobs/"; a.Status != http.StatusFound || a.Location != want {
+		t.Errorf("GET /by-name/%s/jobs/ = %d %q; want 302 %q", rmApp.Name, a.Status, a.Location, want)
+	}
+	t.Logf("index row of %s: queue %q, by-name %s", d.AppID, rmApp.Queue, byName)
 }
 
 // checkYARNCrawl crawls /app/<id>/ through the gateway, which serves a

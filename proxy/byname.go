@@ -85,12 +85,16 @@ func (s *Server) serveByName(w http.ResponseWriter, r *http.Request, st *reqStat
 // stableName is the name an app's by-name link uses: its
 // SparkApplication's name when the Spark operator runs it (what the
 // operator keeps across the runs it starts; the namespace is left out, a
-// path segment cannot carry its "/"), otherwise spark.app.name. On YARN,
-// spark.app.name is the application name Spark submits, so it is the
-// ResourceManager's name too.
+// path segment cannot carry its "/"), or its ResourceManager's application
+// name on YARN (what the RM and its users call it, usually
+// spark.app.name, but whatever the submitter set), otherwise
+// spark.app.name.
 func stableName(a *discovery.App) string {
 	if _, name, ok := strings.Cut(a.ClusterName, "/"); ok && name != "" {
 		return name
+	}
+	if a.YARNName != "" {
+		return a.YARNName
 	}
 	return a.Name
 }

@@ -139,3 +139,37 @@ func TestByNameSparkApplication(t *testing.T) {
 		t.Errorf("index: want the by-name link of the SparkApplication, not of spark.app.name")
 	}
 }
+
+// TestByNameYARN: an app found through a ResourceManager is found by the
+// RM's application name (here not its spark.app.name, as when a submitter
+// names it), and its index row shows that name and the RM's queue.
+func TestByNameYARN(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	apps := append(h.reg.Load().Apps(),
+		&discovery.App{ID: "application_1764579600000_0007", Name: "pyspark-shell", User: "alice", StartTime: start, State: discovery.Running,
+			UIURL: h.drv.url(), Source: "yarn:http://rm:8088", YARNName: "nightly-etl", YARNQueue: "root.etl"},
+	)
+	h.reg.Store(discovery.NewSnapshot(apps))
+	for path, want := range map[string]string{
+		"/by-name/nightly-etl/stages/": "/app/application_1764579600000_0007/stages/",
+		"/by-name/pyspark-shell/":      "/app/application_1764579600000_0007/",
+	} {
+		resp, _ := h.do(t, "GET", path, "alice", nil)
+		if got := resp.Header.Get("Location"); resp.StatusCode != http.StatusFound || got != want {
+			t.Errorf("GET %s = %d %q; want 302 %q", path, resp.StatusCode, got, want)
+		}
+	}
+	_, body := h.do(t, "GET", "/", "alice", nil)
+	if !strings.Contains(body, `href="/by-name/nightly-etl/"`) || strings.Contains(body, `href="/by-name/pyspark-shell/"`) {
+		t.Errorf("index: want the by-name link of the YARN application name, not of spark.app.name")
+	}
+	if !strings.Contains(body, `YARN queue <span class="queue">root.etl</span> · nightly-etl`) {
+		t.Errorf("index: no YARN queue and name on the row:\n%s", body)
+	}
+	// The filter matches the queue.
+	if _, body := h.do(t, "GET", "/?q=root.etl", "alice", nil); !strings.Contains(body, "application_1764579600000_0007") {
+		t.Errorf("index ?q=root.etl does not list the app")
+	}
+}

@@ -29,6 +29,9 @@ type indexRow struct {
 	// Cluster is the Spark operator's SparkApplication ("namespace/name")
 	// and ClusterState its state, "" without one.
 	Cluster, ClusterState string
+	// YARNName and YARNQueue are the ResourceManager's application name
+	// and queue, "" unless found through one.
+	YARNName, YARNQueue string
 	// Diagnosis is the app's diagnosis page.
 	Diagnosis string
 	// ByName is the stable link of the app's name ("" if it has none).
@@ -129,7 +132,7 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request, st *reqState
 		if !running {
 			state = "finished"
 		}
-		search := strings.ToLower(strings.Join([]string{a.ID, a.Name, a.User, state, a.SparkVersion, a.Source, a.ClusterName, a.ClusterState}, " "))
+		search := strings.ToLower(strings.Join([]string{a.ID, a.Name, a.User, state, a.SparkVersion, a.Source, a.ClusterName, a.ClusterState, a.YARNName, a.YARNQueue}, " "))
 		if !matchesAll(search, terms) {
 			continue
 		}
@@ -150,6 +153,8 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request, st *reqState
 
 			Cluster:      a.ClusterName,
 			ClusterState: a.ClusterState,
+			YARNName:     a.YARNName,
+			YARNQueue:    a.YARNQueue,
 		}
 		row.Diagnosis = row.Link + diagnosisPath[1:]
 		row.ByName, _ = byNameLink(stableName(a))

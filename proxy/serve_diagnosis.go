@@ -94,7 +94,7 @@ func (s *Server) serveDiagnosis(w http.ResponseWriter, r *http.Request, st *reqS
 		}
 		return &httpError{
 			Status: http.StatusBadGateway, Title: "Diagnosis failed", AppID: app.ID,
-			Msg:   "could not read the application's data from its " + src.label + "; try again",
+			Msg:   "could not read the application's data from " + src.label + "; try again",
 			Cause: err,
 		}
 	}

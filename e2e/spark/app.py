@@ -116,11 +116,10 @@ def run_workload(spark, names):
     spill: a sort of 3 million random strings in 4 partitions; run with a
     small spark.memory.fraction, its tasks spill to disk.
     fail: a job whose one task raises every time.
-    gc: three aggregations that each hold 2 million strings per task on
-    the heap (collect_list over 100 keys); with spark.driver.memory 512m
-    (about Spark's minimum) Spark 3.5.9 spent 12 % of its task time in GC
-    (testdata 3.5.9-gc). Not in the e2e suite: more rows run out of heap,
-    fewer give too little GC, and where between depends on the machine.
+    gc: aggregations that each hold 1 million strings per task on the
+    heap (collect_list over 100 keys), repeated until the tasks have run
+    75 s in all; GC-bound with a small heap and a small young generation
+    (TestDiagnosis's gcConfs).
     """
     sc = spark.sparkContext
     names = set(names.split(","))
@@ -177,11 +176,16 @@ def run_workload(spark, names):
         (spark.range(0, 3000000, 1, 4).selectExpr("id", "uuid() AS s")
          .sortWithinPartitions("s").write.format("noop").mode("overwrite").save())
     if "gc" in names:
-        for i in range(3):
+        # Until the app's tasks have run 75 s in all (the diagnosis judges
+        # GC over at least a minute of task time), however fast the machine:
+        # a round took 3.5 s of task time on a quiet one, 30 s on a busy one.
+        i = 0
+        while i < 2 or (i < 60 and task_seconds(spark) < 75):
             sc.setJobDescription("diagnosis: collect_list %d" % i)
-            (spark.range(0, 4000000, 1, 2).selectExpr("id % 100 AS k", "uuid() AS s")
+            (spark.range(0, 2000000, 1, 2).selectExpr("id % 100 AS k", "uuid() AS s")
              .groupBy("k").agg(F.collect_list("s").alias("l"))
              .selectExpr("sum(size(l))").collect())
+            i += 1
     if "fail" in names:
         def boom(x):
             if x == 3:
@@ -193,6 +197,15 @@ def run_workload(spark, names):
         except Exception:
             pass  # the failure is what the diagnosis must show
     sc.setJobDescription(None)
+
+
+def task_seconds(spark):
+    """The app's task time so far, from its own REST API (executors)."""
+    import urllib.request
+    sc = spark.sparkContext
+    url = "%s/api/v1/applications/%s/allexecutors" % (sc.uiWebUrl, sc.applicationId)
+    with urllib.request.urlopen(url, timeout=30) as r:
+        return sum(e["totalDuration"] for e in json.load(r)) / 1000.0
 
 
 def start_stream(spark, batches):

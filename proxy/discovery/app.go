@@ -93,6 +93,10 @@ type App struct {
 	// and state (RUNNING, COMPLETED, FAILED…) of the app's
 	// SparkApplication; "" when it has none.
 	ClusterName, ClusterState string
+	// YARNName and YARNQueue are the ResourceManager's application name
+	// and queue of an app found through a ResourceManager (discovery.yarn);
+	// "" otherwise.
+	YARNName, YARNQueue string
 }
 
 // Live reports whether requests can go to a driver.

@@ -25,6 +25,11 @@ func (d *Discoverer) offer(c candidate) {
 	t.c, t.lastOffer = c, now
 	if t.appID != "" {
 		if a := d.apps[t.appID]; a != nil && a.app.State == Running {
+			if c.yarn && (a.app.YARNName != c.yarnName || a.app.YARNQueue != c.yarnQueue) {
+				// Moved to another queue (yarn application -movetoqueue).
+				a.app.YARNName, a.app.YARNQueue = c.yarnName, c.yarnQueue
+				d.dirty = true
+			}
 			return
 		}
 		t.appID = ""
@@ -98,6 +103,7 @@ func (d *Discoverer) onVerified(t *target, info driverInfo, err error) {
 	}
 	if t.c.yarn {
 		app.ProxyBase = "/proxy/" + info.ID // the RM web proxy's, unless the environment names one
+		app.YARNName, app.YARNQueue = t.c.yarnName, t.c.yarnQueue
 	}
 	a := &liveApp{app: app, key: key, foundAt: now}
 	d.apps[info.ID] = a

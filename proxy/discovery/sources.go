@@ -20,6 +20,9 @@ type candidate struct {
 	// list, the log's app-id line), "" when it names none. The driver must
 	// report exactly this id, or the candidate is refused.
 	appID string
+	// yarnName and yarnQueue are the ResourceManager's application name
+	// and queue of a yarn candidate.
+	yarnName, yarnQueue string
 }
 
 func (c candidate) key() string { return c.url.String() }

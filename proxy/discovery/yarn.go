@@ -8,7 +8,8 @@ import (
 
 // yarnSource lists RUNNING apps of a ResourceManager. The candidate is the
 // app's tracking URL, which is the RM web proxy (/proxy/<appId>/): the
-// driver's AmIpFilter redirects anyone else to it.
+// driver's AmIpFilter redirects anyone else to it. The RM's application
+// name and queue go onto the app (App.YARNName, App.YARNQueue).
 type yarnSource struct {
 	base *url.URL
 	c    *client
@@ -21,6 +22,8 @@ func (y *yarnSource) candidates(ctx context.Context) ([]candidate, error) {
 		Apps *struct {
 			App []struct {
 				ID          string `json:"id"`
+				Name        string `json:"name"`
+				Queue       string `json:"queue"`
 				State       string `json:"state"`
 				TrackingUI  string `json:"trackingUI"`
 				TrackingURL string `json:"trackingUrl"`
@@ -43,7 +46,7 @@ func (y *yarnSource) candidates(ctx context.Context) ([]candidate, error) {
 		if err != nil {
 			continue
 		}
-		out = append(out, candidate{url: ui, source: y.name(), yarn: true, appID: a.ID})
+		out = append(out, candidate{url: ui, source: y.name(), yarn: true, appID: a.ID, yarnName: a.Name, yarnQueue: a.Queue})
 	}
 	return out, nil
 }

@@ -1,0 +1,69 @@
+package discovery
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// TestDiscovererYARNNameAndQueue: an app found through a ResourceManager
+// carries the RM's application name and queue (read from a real RM's
+// answer, testdata/yarn-apps-running.json, recorded by e2e TestYARN), and
+// a move to another queue reaches the published app.
+func TestDiscovererYARNNameAndQueue(t *testing.T) {
+	t.Parallel()
+	rec, err := os.ReadFile("testdata/yarn-apps-running.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parsed struct {
+		Apps struct {
+			App []struct{ ID, Name, Queue string } `json:"app"`
+		} `json:"apps"`
+	}
+	if err := json.Unmarshal(rec, &parsed); err != nil || len(parsed.Apps.App) != 1 {
+		t.Fatalf("recorded answer: %v, %d apps; want one", err, len(parsed.Apps.App))
+	}
+	want := parsed.Apps.App[0]
+	if want.Name == "" || want.Queue == "" {
+		t.Fatalf("recorded app %+v has no name or queue", want)
+	}
+	// The driver behind the RM's web proxy, /proxy/<id>/.
+	drv := newFakeDriver(t, want.ID)
+	proxy := httptest.NewServer(http.StripPrefix("/proxy/"+want.ID, http.HandlerFunc(drv.serve)))
+	t.Cleanup(proxy.Close)
+	tracking := regexp.MustCompile(`("trackingUrl"\s*:\s*")https?://[^/"]+/`)
+	var answer atomic.Value
+	answer.Store(tracking.ReplaceAllString(string(rec), "${1}"+proxy.URL+"/"))
+	rm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/ws/v1/cluster/apps" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(answer.Load().(string)))
+	}))
+	t.Cleanup(rm.Close)
+	_, reg := startDiscoverer(t, Config{YARN: []URLSource{{URL: rm.URL}}})
+	waitFor(t, reg, want.ID+" live", live(want.ID))
+	a, _ := reg.Lookup(want.ID)
+	if a.YARNName != want.Name || a.YARNQueue != want.Queue || a.Name != "demo" || a.ProxyBase == "" {
+		t.Errorf("app = name %q, YARN name %q, queue %q, proxy base %q; want demo, %q, %q, set",
+			a.Name, a.YARNName, a.YARNQueue, a.ProxyBase, want.Name, want.Queue)
+	}
+	// yarn application -movetoqueue: the next list says so.
+	q := regexp.MustCompile(`("queue"\s*:\s*")[^"]*"`)
+	answer.Store(q.ReplaceAllString(answer.Load().(string), `${1}root.moved"`))
+	waitFor(t, reg, "the queue moved", func(s *Snapshot) bool {
+		a, ok := s.Lookup(want.ID)
+		return ok && a.Live() && a.YARNQueue == "root.moved"
+	})
+	if a, _ := reg.Lookup(want.ID); a.YARNName != want.Name || !strings.HasPrefix(a.Source, "yarn:") {
+		t.Errorf("after the move: YARN name %q, source %q; want %q, yarn:…", a.YARNName, a.Source, want.Name)
+	}
+}
