@@ -201,7 +201,7 @@ func (t *rawTag) read(raw []byte) bool {
 			if judgedKey(raw[ks:ke]) != nil && !plainValue(raw[vs:ve]) {
 				return false
 			}
-			t.attr[t.n] = [4]uint16{uint16(ks), uint16(ke), uint16(vs), uint16(ve)}
+			t.attr[t.n] = [4]uint16{uint16(ks), uint16(ke), uint16(vs), uint16(ve)} //nolint:gosec // offsets into raw, at most maxRawTag (checked above)
 			t.n++
 		}
 		p = skipTagSpace(raw, p)

@@ -105,7 +105,7 @@ type result struct {
 // lateDriver is one driver announced by a log line once the gateway knows
 // every other app.
 type lateDriver struct {
-	id                                    string
+	id                           string
 	toPage, sinceLogLine, verify time.Duration
 }
 
@@ -310,15 +310,17 @@ func startLate(o options, client *http.Client, base, logPattern string, first in
 		}
 		for {
 			resp, err := client.Get(base + "/app/" + d.id + "/jobs/")
+			last := fmt.Sprint(err)
 			if err == nil {
 				_, _ = io.Copy(io.Discard, resp.Body)
 				_ = resp.Body.Close()
 				if resp.StatusCode == http.StatusOK {
 					break
 				}
+				last = resp.Status
 			}
 			if time.Since(wrote) > time.Minute {
-				return out, fmt.Errorf("late driver %s: no 200 a minute after its log line (last: %v)", d.id, err)
+				return out, fmt.Errorf("late driver %s: no 200 a minute after its log line (last answer: %s)", d.id, last)
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
