@@ -238,17 +238,29 @@ func TestDiagnoseVariants(t *testing.T) {
 			in.Slowest[k] = ts
 		}, []want{{KindLocalityAny, hot}}},
 		{"overall GC", func(in *Input) {
+			stage(in).JVMGCTime = 20_000 // of the stages' 75 s of task time
+		}, []want{{KindGCPressure, -1}}},
+		{"overall GC from the stages, not the executors' totals", func(in *Input) {
+			in.Executors[0].TotalDuration, in.Executors[0].TotalGCTime = 600_000, 90_000
+		}, nil},
+		{"overall GC from the executors when no stage reports run time", func(in *Input) {
+			for i := range in.Stages {
+				in.Stages[i].ExecutorRunTime, in.Stages[i].JVMGCTime = 0, 0
+			}
 			in.Executors[0].TotalDuration, in.Executors[0].TotalGCTime = 600_000, 90_000
 		}, []want{{KindGCPressure, -1}}},
 		{"GC below the floor of task time", func(in *Input) {
-			in.Executors[0].TotalDuration, in.Executors[0].TotalGCTime = 59_000, 30_000
+			for i := range in.Stages {
+				in.Stages[i].ExecutorRunTime /= 2 // 37.7 s in all
+				in.Stages[i].JVMGCTime = in.Stages[i].ExecutorRunTime / 2
+			}
 		}, nil},
 		{"GC per executor", func(in *Input) {
 			in.Executors = []Executor{
 				{ID: "1", IsActive: true, TotalDuration: 600_000, TotalGCTime: 300_000},
 				{ID: "2", IsActive: true, TotalDuration: 600_000, TotalGCTime: 1_000},
 			}
-		}, []want{{KindGCPressure, -1}, {KindExecutorGC, -1}}},
+		}, []want{{KindExecutorGC, -1}}}, // the app's tasks: 1.7 % (its stages)
 		{"executor lost", func(in *Input) {
 			in.Executors = append(in.Executors,
 				Executor{ID: "3", HostPort: "host-3:40000", RemoveReason: "Worker lost", FailedTasks: 2},
