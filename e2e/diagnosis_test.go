@@ -34,6 +34,7 @@ import (
 //     the trouble app shows exactly job_failed (quoting the error) and
 //     spill on its page, in the JSON and as index badges; the GC app shows
 //     exactly gc_pressure on its page, in the JSON and as its badge; the
+//     skewed app's row has both skew badges; the
 //     healthy app shows no finding anywhere, and no badge;
 //   - back bar: every tab of the healthy app in Chromium through the
 //     gateway (backbar_test.go);
@@ -326,6 +327,12 @@ func (s *suite) runDiagnosis(t *testing.T, home SparkHome) {
 		}
 		if !strings.Contains(page, `href="/app/`+gc.AppID+`/_/diagnosis">gc_pressure</a>`) {
 			t.Errorf("index: no gc_pressure badge for %s", gc.AppID)
+		}
+		// Skew from the task summaries of the skewed app's longest stages.
+		for _, k := range []string{"task_duration_skew", "shuffle_skew"} {
+			if !strings.Contains(page, `href="/app/`+skew.AppID+`/_/diagnosis">`+k+`</a>`) {
+				t.Errorf("index: no %s badge for the skewed app %s", k, skew.AppID)
+			}
 		}
 		// The healthy app's row has its diagnosis link and no badge.
 		if n := strings.Count(page, `href="/app/`+healthy.AppID+`/_/diagnosis"`); n != 1 {

@@ -174,11 +174,12 @@ func (d *diagnoser) compute(ctx context.Context, appID string, src diagSource, f
 	}
 	in.Now = d.now()
 	res.at = in.Now
-	res.summary = diagnosis.Summarize(in, d.cfg)
-	if !full {
-		return res, nil
-	}
 	targets := diagnosis.SummaryTargets(in.Stages, d.cfg)
+	if !full {
+		// The index row: the summaries of the stages with the most task
+		// time show skew; no task is read.
+		targets = targets[:min(len(targets), d.cfg.IndexStageSummaries)]
+	}
 	sums := make([]*diagnosis.TaskSummary, len(targets))
 	fns := make([]func(), len(targets))
 	for i, k := range targets {
@@ -195,6 +196,10 @@ func (d *diagnoser) compute(ctx context.Context, appID string, src diagSource, f
 		if sums[i] != nil {
 			in.Summaries[k] = sums[i]
 		}
+	}
+	res.summary = diagnosis.Summarize(in, d.cfg)
+	if !full {
+		return res, nil
 	}
 	queries := diagnosis.TaskListTargets(in, d.cfg)
 	lists := make([][]diagnosis.Task, len(queries))

@@ -228,8 +228,9 @@ func TestIndexLinksDiagnosis(t *testing.T) {
 }
 
 // TestIndexLiveStats: a live row shows what the app does and badges of
-// the findings the lists reveal, read without any task call; ?sort=findings
-// puts the worst first.
+// the findings the lists and the task summaries of its longest stages
+// reveal, read without any task list and with at most
+// index_stage_summaries summaries; ?sort=findings puts the worst first.
 func TestIndexLiveStats(t *testing.T) {
 	t.Parallel()
 	h, files := diagHarness(t)
@@ -245,14 +246,29 @@ func TestIndexLiveStats(t *testing.T) {
 			t.Errorf("row of %s lacks %q:\n%s", appFail, w, row)
 		}
 	}
-	if j := strings.Index(body, `href="/app/`+appSkew+`/"`); j < i {
-		t.Errorf("sort=findings: %s (no finding from lists) before %s (a failed job)", appSkew, appFail)
+	j := strings.Index(body, `href="/app/`+appSkew+`/"`)
+	if j < i {
+		t.Fatalf("sort=findings: %s (skew: warnings) before %s (a failed job: critical)", appSkew, appFail)
+	}
+	skewRow := body[j:]
+	skewRow = skewRow[:strings.Index(skewRow, "</tr>")]
+	for _, k := range []string{"task_duration_skew", "shuffle_skew"} {
+		if !strings.Contains(skewRow, `href="/app/`+appSkew+`/_/diagnosis">`+k+`</a>`) {
+			t.Errorf("row of %s lacks the %s badge (from its stages' task summaries):\n%s", appSkew, k, skewRow)
+		}
 	}
 	for id, f := range files {
+		sums := 0
 		for _, r := range f.requests() {
-			if strings.Contains(r, "/taskList") || strings.Contains(r, "/taskSummary") {
-				t.Errorf("index view of %s made a task call: %s", id, r)
+			if strings.Contains(r, "/taskList") {
+				t.Errorf("index view of %s read a task list: %s", id, r)
 			}
+			if strings.Contains(r, "/taskSummary") {
+				sums++
+			}
+		}
+		if limit := diagnosis.DefaultConfig().IndexStageSummaries; sums > limit {
+			t.Errorf("index view of %s read %d task summaries; want at most %d", id, sums, limit)
 		}
 	}
 }

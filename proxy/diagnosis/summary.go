@@ -6,8 +6,8 @@ import (
 )
 
 // Summary is what the index shows of an app: what it is doing now and
-// badges for the findings that the list calls alone reveal (no task
-// summary or task list is read for it).
+// badges for the findings that the list calls and the task summaries of
+// a few stages reveal (no task list is read for it).
 type Summary struct {
 	ActiveJobs      int `json:"active_jobs"`
 	RunningTasks    int `json:"running_tasks"`
@@ -43,8 +43,8 @@ func (s Summary) Score() int {
 	return n
 }
 
-// Summarize reads the jobs, stages, executors and SQL queries of in (its
-// summaries and task lists, if any, are not needed).
+// Summarize reads the jobs, stages, executors, SQL queries and task
+// summaries of in (its task lists, if any, are not read).
 func Summarize(in *Input, c Config) Summary {
 	s := Summary{Progress: -1}
 	var done, total int
@@ -69,7 +69,7 @@ func Summarize(in *Input, c Config) Summary {
 	if s.ActiveJobs > 0 && total > 0 {
 		s.Progress = float64(done) / float64(total)
 	}
-	lists := &Input{Now: in.Now, Jobs: in.Jobs, Stages: in.Stages, Executors: in.Executors, SQL: in.SQL}
+	lists := &Input{Now: in.Now, Jobs: in.Jobs, Stages: in.Stages, Executors: in.Executors, SQL: in.SQL, Summaries: in.Summaries}
 	c.MaxFindingsPerKind = 1 << 30 // count them all
 	byKind := make(map[Kind]*Badge)
 	for _, f := range Diagnose(lists, c).Findings {

@@ -74,6 +74,11 @@ type Config struct {
 	// computes a summary by scanning the stage's tasks, so each call costs
 	// the driver in proportion to the stage's size.
 	MaxStageSummaries int `yaml:"max_stage_summaries"`
+	// IndexStageSummaries bounds the taskSummary calls behind a live app's
+	// index row (cached like the rest for cache_ttl): the stages with the
+	// most task time, where skew costs the most, so that the index shows
+	// skew without reading any task. Default 3.
+	IndexStageSummaries int `yaml:"index_stage_summaries"`
 	// MaxTaskLists bounds the taskList calls (the worst stages only).
 	// Default 6.
 	MaxTaskLists int `yaml:"max_task_lists"`
@@ -131,6 +136,7 @@ func (c *Config) SetDefaults() {
 	setDur(&c.SlowStageMinElapsed, time.Minute)
 	setInt(&c.SlowStageMinSiblings, 3)
 	setInt(&c.MaxStageSummaries, 30)
+	setInt(&c.IndexStageSummaries, 3)
 	setInt(&c.MaxTaskLists, 6)
 	setInt(&c.TaskListLength, 20)
 	setInt(&c.MaxFindingsPerKind, 10)
@@ -158,6 +164,7 @@ func (c *Config) Validate() []error {
 	pos("slow_stage_min_elapsed", c.SlowStageMinElapsed > 0)
 	pos("slow_stage_min_siblings", c.SlowStageMinSiblings > 0)
 	pos("max_stage_summaries", c.MaxStageSummaries > 0)
+	pos("index_stage_summaries", c.IndexStageSummaries > 0)
 	pos("max_task_lists", c.MaxTaskLists > 0)
 	pos("task_list_length", c.TaskListLength > 0)
 	pos("max_findings_per_kind", c.MaxFindingsPerKind > 0)
