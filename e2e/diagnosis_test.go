@@ -328,10 +328,11 @@ func (s *suite) runDiagnosis(t *testing.T, home SparkHome) {
 		if !strings.Contains(page, `href="/app/`+gc.AppID+`/_/diagnosis">gc_pressure</a>`) {
 			t.Errorf("index: no gc_pressure badge for %s", gc.AppID)
 		}
-		// Skew from the task summaries of the skewed app's longest stages.
+		// Skew from the task summaries of the skewed app's longest stages:
+		// both reduce stages, so "×2".
 		for _, k := range []string{"task_duration_skew", "shuffle_skew"} {
-			if !strings.Contains(page, `href="/app/`+skew.AppID+`/_/diagnosis">`+k+`</a>`) {
-				t.Errorf("index: no %s badge for the skewed app %s", k, skew.AppID)
+			if !strings.Contains(page, `href="/app/`+skew.AppID+`/_/diagnosis">`+k+` ×2</a>`) {
+				t.Errorf("index: no %s ×2 badge for the skewed app %s", k, skew.AppID)
 			}
 		}
 		// The healthy app's row has its diagnosis link and no badge.
