@@ -365,23 +365,15 @@ func (s *Server) pageExecLog(ctx context.Context, w http.ResponseWriter, r *http
 	if c.end < c.total && !src.yarn {
 		data.Later = at(c.end)
 	}
-	var buf bytes.Buffer
-	if err := s.pages.byName["execlog"].ExecuteTemplate(&buf, "layout.html", data); err != nil {
-		return fmt.Errorf("rendering log page: %w", err)
+	head, tail, err := s.renderLogPage(w.Header(), "execlog", data)
+	if err != nil {
+		return err
 	}
-	head, tail, ok := bytes.Cut(buf.Bytes(), []byte(execLogMarker))
-	if !ok {
-		return errors.New("rendering log page: no place for the text")
-	}
-	h := w.Header()
-	setPageHeaders(h)
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodHead {
 		return nil
 	}
-	if _, err := w.Write(head); err != nil {
+	if _, err := w.Write(head); err != nil { //nolint:gosec // G705: head is html/template output (renderLogPage)
 		return nil //nolint:nilerr // the client has gone
 	}
 	if !c.failed {
@@ -390,8 +382,26 @@ func (s *Server) pageExecLog(ctx context.Context, w http.ResponseWriter, r *http
 			panic(http.ErrAbortHandler)
 		}
 	}
-	_, _ = w.Write(tail) // a write error means the client has gone
+	_, _ = w.Write(tail) //nolint:gosec // G705: html/template output (renderLogPage); a write error means the client has gone
 	return nil
+}
+
+// renderLogPage renders the log page named page around execLogMarker, the
+// place of the log's text, and sets the headers of an uncached page; the
+// handler writes head, streams the text, and writes tail.
+func (s *Server) renderLogPage(h http.Header, page string, data any) (head, tail []byte, err error) {
+	var buf bytes.Buffer
+	if err := s.pages.byName[page].ExecuteTemplate(&buf, "layout.html", data); err != nil {
+		return nil, nil, fmt.Errorf("rendering %s page: %w", page, err)
+	}
+	head, tail, ok := bytes.Cut(buf.Bytes(), []byte(execLogMarker))
+	if !ok {
+		return nil, nil, fmt.Errorf("rendering %s page: no place for the text", page)
+	}
+	setPageHeaders(h)
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	return head, tail, nil
 }
 
 // copyEscaped streams text into an HTML element, escaped, in pooled chunks.

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -292,26 +291,18 @@ func (s *Server) pagePodLog(w http.ResponseWriter, r *http.Request, st *reqState
 				Link: link(self, set)})
 		}
 	}
-	var buf bytes.Buffer
-	if err := s.pages.byName["podlog"].ExecuteTemplate(&buf, "layout.html", data); err != nil {
-		return fmt.Errorf("rendering pod log page: %w", err)
+	head, tail, err := s.renderLogPage(w.Header(), "podlog", data)
+	if err != nil {
+		return err
 	}
-	head, tail, ok := bytes.Cut(buf.Bytes(), []byte(execLogMarker))
-	if !ok {
-		return errors.New("rendering pod log page: no place for the text")
-	}
-	h := w.Header()
-	setPageHeaders(h)
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Cache-Control", "no-store")
 	if pq.opts.Follow {
-		h.Set("X-Accel-Buffering", "no") // a proxy in front must not hold the stream
+		w.Header().Set("X-Accel-Buffering", "no") // a proxy in front must not hold the stream
 	}
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodHead {
 		return nil
 	}
-	if _, err := w.Write(head); err != nil {
+	if _, err := w.Write(head); err != nil { //nolint:gosec // G705: head is html/template output (renderLogPage)
 		return nil //nolint:nilerr // the client has gone
 	}
 	fw := &flushWriter{w: w, rc: http.NewResponseController(w), flush: pq.opts.Follow}
@@ -332,7 +323,7 @@ func (s *Server) pagePodLog(w http.ResponseWriter, r *http.Request, st *reqState
 	if note != "" {
 		_, _ = io.WriteString(w, "\n<span class=\"lognote\">— "+note+" —</span>")
 	}
-	_, _ = w.Write(tail) // a write error means the client has gone
+	_, _ = w.Write(tail) //nolint:gosec // G705: html/template output (renderLogPage); a write error means the client has gone
 	return nil
 }
 
