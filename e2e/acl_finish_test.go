@@ -3,7 +3,9 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -67,17 +69,12 @@ func (e *aclEnv) checkFinished(t *testing.T) {
 				rounds[i]++
 				settled = true
 				for _, a := range apps {
-					page, err := e.getInGateway(ctx, c, "/app/"+a.ID+"/jobs/")
+					verdicts, err := e.askJobs(ctx, c, a.ID)
 					if err != nil {
 						errs[i] = err
 						return
 					}
-					rest, err := Get(ctx, c, e.gw.URL+"/api/v1/applications/"+a.ID+"/jobs", nil)
-					if err != nil {
-						errs[i] = err
-						return
-					}
-					for _, v := range []string{page.Verdict(), rest.Verdict()} {
+					for _, v := range verdicts {
 						got[i][a.Key] = append(got[i][a.Key], v)
 						settled = settled && v != notYet
 					}
@@ -118,6 +115,20 @@ func (e *aclEnv) checkFinished(t *testing.T) {
 		}
 	}
 	t.Log("\nuser          app app ACLs                              expect answers from the History Server's listing on\n" + b.String())
+}
+
+// askJobs asks the gateway for an app's jobs page (following redirects
+// that stay in it) and its REST jobs, and returns the two verdicts.
+func (e *aclEnv) askJobs(ctx context.Context, c *http.Client, id string) ([]string, error) {
+	page, err := e.getInGateway(ctx, c, "/app/"+id+"/jobs/")
+	if err != nil {
+		return nil, err
+	}
+	rest, err := Get(ctx, c, e.gw.URL+"/api/v1/applications/"+id+"/jobs", nil)
+	if err != nil {
+		return nil, err
+	}
+	return []string{page.Verdict(), rest.Verdict()}, nil
 }
 
 // runs writes a sequence of verdicts as runs: "status 503 ×3, allow ×9".

@@ -78,17 +78,12 @@ func (e *aclEnv) checkStarted(t *testing.T) {
 					errs[i] = fmt.Errorf("%s: the gateway did not read the driver's lists in time (%v after the app id was known): %s", u.Name, time.Since(known).Round(time.Millisecond), runs(got[i]))
 					return
 				}
-				page, err := e.getInGateway(ctx, c, "/app/"+a.ID+"/jobs/")
+				verdicts, err := e.askJobs(ctx, c, a.ID)
 				if err != nil {
 					errs[i] = err
 					return
 				}
-				rest, err := Get(ctx, c, e.gw.URL+"/api/v1/applications/"+a.ID+"/jobs", nil)
-				if err != nil {
-					errs[i] = err
-					return
-				}
-				got[i] = append(got[i], page.Verdict(), rest.Verdict())
+				got[i] = append(got[i], verdicts...)
 			}
 		}()
 	}
