@@ -354,7 +354,13 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 		resp.Body = s.masterLinkReader(resp, st.master)
 	}
 	resp.Body = s.backBar(resp.Body, st)
-	// The length changes, so it is not announced; resp.ContentLength
+	if n := resp.ContentLength; n >= 0 && n <= wholePageMax {
+		// A page of known length (as Spark sends every page) goes out
+		// whole, with its new length (wholepage.go).
+		return readWholePage(resp, n)
+	}
+	// A longer page, or a stream: the length changes, so it is not
+	// announced; resp.ContentLength
 	// keeps the upstream's, the length read, when it is known. -1 would
 	// make ReverseProxy treat the page as a stream and flush after every
 	// Read of the stripper (a write(2) each, a timer per response, and a
@@ -407,8 +413,9 @@ func isToken(s string) bool {
 	return true
 }
 
-// chunkPool holds the reverse proxy's 32 KiB copy buffers.
-var chunkPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+// chunkPool holds the reverse proxy's 64 KiB copy buffers: a whole page
+// (wholepage.go) of up to 64 KiB is handed to the server in one write.
+var chunkPool = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 
 // bufferPool lends the reverse proxy its copy buffers from chunkPool.
 type bufferPool struct{}

@@ -1,0 +1,128 @@
+package proxy
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// servePage answers every request with page as text/html, with its length
+// announced (as Spark's Jetty sends a rendered page).
+func servePage(page []byte) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html;charset=utf-8")
+		w.Header().Set("Content-Length", strconv.Itoa(len(page)))
+		_, _ = w.Write(page)
+	}
+}
+
+// stripped is what the stripper alone makes of page.
+func stripped(t *testing.T, page []byte) string {
+	t.Helper()
+	out, err := io.ReadAll(NewStrippingReader(io.NopCloser(bytes.NewReader(page))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+// TestWholePageAnnouncedLength: a real Spark page full of kill controls,
+// sent with its length, leaves the gateway stripped, whole, and with its
+// new length announced rather than chunked.
+func TestWholePageAnnouncedLength(t *testing.T) {
+	page, err := os.ReadFile("testdata/spark-3.5.9-jobs-kill20.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := htmlDriver(t, servePage(page))
+	hdr, br, _ := rawGet(t, h, "/app/"+appLive+"/jobs/")
+	if te := hdr.Get("Transfer-Encoding"); te != "" {
+		t.Errorf("Transfer-Encoding %q; want none (the whole page's length)", te)
+	}
+	n, err := strconv.Atoi(hdr.Get("Content-Length"))
+	if err != nil {
+		t.Fatalf("Content-Length %q: %v", hdr.Get("Content-Length"), err)
+	}
+	body, err := io.ReadAll(br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(body) != n {
+		t.Errorf("body of %d bytes; Content-Length said %d", len(body), n)
+	}
+	if got, want := withoutBar(string(body)), stripped(t, page); got != want {
+		t.Errorf("body differs from the stripper's output (%d against %d bytes)", len(got), len(want))
+	}
+	if strings.Contains(string(body), "/kill/") || len(body) >= len(page) {
+		t.Errorf("kill controls left in the page (%d bytes of %d)", len(body), len(page))
+	}
+}
+
+// TestLongPageStreams: a page longer than wholePageMax is not held whole;
+// it is stripped as it flows, chunked.
+func TestLongPageStreams(t *testing.T) {
+	unit := `<tr><td><a href="/jobs/job/kill/?id=1" class="kill-link">(kill)</a> job</td></tr>` + "\n"
+	var b strings.Builder
+	b.WriteString("<html><body><table>\n")
+	for b.Len() <= wholePageMax {
+		b.WriteString(unit)
+	}
+	b.WriteString("</table></body></html>\n")
+	page := []byte(b.String())
+	h := htmlDriver(t, servePage(page))
+	hdr, br, _ := rawGet(t, h, "/app/"+appLive+"/jobs/")
+	if hdr.Get("Transfer-Encoding") != "chunked" || hdr.Get("Content-Length") != "" {
+		t.Fatalf("Transfer-Encoding %q, Content-Length %q; want chunked, none", hdr.Get("Transfer-Encoding"), hdr.Get("Content-Length"))
+	}
+	var got strings.Builder
+	for c := readChunk(t, br); c != ""; c = readChunk(t, br) {
+		got.WriteString(c)
+	}
+	if want := stripped(t, page); withoutBar(got.String()) != want {
+		t.Errorf("body of %d bytes differs from the stripper's output (%d)", got.Len(), len(want))
+	}
+}
+
+// TestWholePageCutShort: a driver that announces a page and sends only
+// part of it gets the user the gateway's error page, not a page cut short
+// that says 200.
+func TestWholePageCutShort(t *testing.T) {
+	h := htmlDriver(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html;charset=utf-8")
+		w.Header().Set("Content-Length", "10000")
+		_, _ = io.WriteString(w, "<html><body><p>the first part of a page")
+		w.(http.Flusher).Flush()
+		c, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			c.Close()
+		}
+	})
+	resp, body := h.do(t, "GET", "/app/"+appLive+"/jobs/", "alice", nil)
+	if resp.StatusCode != http.StatusBadGateway {
+		t.Fatalf("status %d; want 502", resp.StatusCode)
+	}
+	if strings.Contains(body, "the first part") || !strings.Contains(body, "did not answer") {
+		t.Errorf("body %q; want the gateway's error page only", body)
+	}
+}
+
+// TestPageBodyReleasesOnce: closing a whole page twice returns its buffer
+// to the pool once.
+func TestPageBodyReleasesOnce(t *testing.T) {
+	buf := new(bytes.Buffer)
+	buf.WriteString("<p>x</p>")
+	p := &pageBody{Reader: bytes.NewReader(buf.Bytes()), buf: buf}
+	if err := p.Close(); err != nil || p.buf != nil {
+		t.Fatalf("Close: %v, buf kept %v", err, p.buf != nil)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if n, err := p.Read(make([]byte, 8)); n != 0 || err != io.EOF {
+		t.Errorf("Read after Close = %d, %v; want 0, EOF", n, err)
+	}
+}
