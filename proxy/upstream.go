@@ -333,8 +333,13 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 		// Executor log links lead through the gateway (execlogs.go).
 		return rewriteExecutorLogs(resp, id, st.onAppHost, s.appPodLinks(id, st.onAppHost))
 	}
-	if !isHTML(h.Get("Content-Type")) || resp.Request.Method == http.MethodHead ||
-		resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
+	if !isHTML(h.Get("Content-Type")) || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
+		return nil
+	}
+	if resp.Request.Method == http.MethodHead {
+		// The upstream's length is not the stripped page's, which only
+		// a GET reads.
+		h.Del("Content-Length")
 		return nil
 	}
 	if ce := h.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {

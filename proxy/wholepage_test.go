@@ -126,3 +126,20 @@ func TestPageBodyReleasesOnce(t *testing.T) {
 		t.Errorf("Read after Close = %d, %v; want 0, EOF", n, err)
 	}
 }
+
+// TestHeadOfPageAnnouncesNoLength: a HEAD of a page does not announce the
+// upstream's length, which is not the length a GET gets once stripped.
+func TestHeadOfPageAnnouncesNoLength(t *testing.T) {
+	page, err := os.ReadFile("testdata/spark-3.5.9-jobs-kill20.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := htmlDriver(t, servePage(page))
+	resp, _ := h.do(t, "HEAD", "/app/"+appLive+"/jobs/", "alice", nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d; want 200", resp.StatusCode)
+	}
+	if cl := resp.Header.Get("Content-Length"); cl == strconv.Itoa(len(page)) {
+		t.Errorf("HEAD announced the upstream's length %s", cl)
+	}
+}
