@@ -84,5 +84,10 @@ func (s *Server) finishedStats(appID string, ref *discovery.HistoryRef) *indexSt
 	if !ok {
 		return nil
 	}
-	return &indexStats{Failed: sum.FailedTasks, Badges: sum.Badges, score: sum.Score()}
+	st := &indexStats{Failed: sum.FailedTasks, Badges: sum.Badges, score: sum.Score()}
+	if len(st.Badges) == 0 && st.Failed == 0 {
+		// Read, and healthy: unlike a row not read yet.
+		st.Text = "no finding"
+	}
+	return st
 }

@@ -206,10 +206,10 @@ func TestIndexFinishedBadges(t *testing.T) {
 			t.Errorf("finished failing app's row lacks %q:\n%s", w, failRow)
 		}
 	}
-	if healthyRow == "" || strings.Contains(healthyRow, `class="sev`) || strings.Count(healthyRow, "/_/diagnosis") != 1 {
-		t.Errorf("finished healthy app's row: want no badge:\n%s", healthyRow)
+	if healthyRow == "" || strings.Contains(healthyRow, `class="sev`) || strings.Count(healthyRow, "/_/diagnosis") != 1 || !strings.Contains(healthyRow, "no finding") {
+		t.Errorf("finished healthy app's row: want no badge, and \"no finding\":\n%s", healthyRow)
 	}
-	if strings.Contains(failRow, "active job") {
+	if strings.Contains(failRow, "active job") || strings.Contains(failRow, "no finding") {
 		t.Errorf("finished app's row shows live activity:\n%s", failRow)
 	}
 	if i, j := strings.Index(body, failRow), strings.Index(body, skewRow); i < 0 || j < 0 || i > j || strings.Index(body, healthyRow) < j {
@@ -245,7 +245,7 @@ func TestVisitFinishedFails(t *testing.T) {
 		t.Errorf("VisitFinished for a server not proxied to = %v; want nil (nothing asked)", err)
 	}
 	_, body := h.do(t, "GET", "/", "alice", nil)
-	if row := rowOf(body, appHistory); row == "" || strings.Contains(row, `class="sev`) {
+	if row := rowOf(body, appHistory); row == "" || strings.Contains(row, `class="sev`) || strings.Contains(row, "no finding") {
 		t.Errorf("row of %s after a failed visit:\n%s", appHistory, row)
 	}
 }
