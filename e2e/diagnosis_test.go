@@ -41,8 +41,11 @@ import (
 //   - by-name: /by-name/<name>/jobs/ leads to the running app of that
 //     name, and to the new one after the app is restarted (new app id);
 //     ?all lists both;
-//   - history: once stopped, the same diagnoses (and none for the healthy
-//     app's first run) are read from the History Server.
+//   - history: once stopped, the index shows the finished apps' badges
+//     (read by the gateway once per app as it reads the app's ACLs from
+//     the History Server; screenshot in e2e/out/), and the same
+//     diagnoses (and none for the healthy app's first run) are read from
+//     the History Server.
 func TestDiagnosis(t *testing.T) {
 	s := newSuite(t)
 	s.requireGateway(t)
@@ -407,11 +410,14 @@ func (s *suite) runDiagnosis(t *testing.T, home SparkHome) {
 
 	t.Run("history", func(t *testing.T) {
 		// The first run of the healthy app stopped in by-name.
+		stopping := time.Now()
 		for _, d := range []*Driver{skew, failing, gc} {
 			if err := d.Stop(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
+		t.Logf("three drivers stopped in %v", time.Since(stopping).Round(100*time.Millisecond))
+		s.checkFinishedBadges(ctx, t, gw.URL, client, stopping, home.Version, skew.AppID, failing.AppID, gc.AppID, healthy.AppID)
 		finished := func(id string) diagJSON {
 			t.Helper()
 			if err := hs.WaitApp(ctx, id, true); err != nil {
@@ -451,6 +457,92 @@ func (s *suite) runDiagnosis(t *testing.T, home SparkHome) {
 			t.Errorf("history diagnosis of the healthy app: %v; want none\n%+v", d.kinds(), d.Findings)
 		}
 	})
+}
+
+// checkFinishedBadges waits until the index shows the four finished apps'
+// rows with what their History Server summaries found (read by the
+// gateway once per app, as discovery reads its ACLs), and asserts the
+// badges: the skewed app's two skews of both reduce stages, the failing
+// app's failed job and tasks and spill, the GC app's gc_pressure, and
+// "no finding" for the healthy app.
+func (s *suite) checkFinishedBadges(ctx context.Context, t *testing.T, gwURL string, client *http.Client, stopping time.Time, version, skew, failing, gc, healthy string) {
+	t.Helper()
+	var page string
+	ready := func(row string) bool {
+		return strings.Contains(row, `class="state finished"`) && (strings.Contains(row, `class="sev`) || strings.Contains(row, "no finding"))
+	}
+	for {
+		a, err := Get(ctx, client, gwURL+"/?sort=findings", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page = string(a.Body)
+		if ready(indexRowOf(page, skew)) && ready(indexRowOf(page, failing)) && ready(indexRowOf(page, gc)) && ready(indexRowOf(page, healthy)) {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the finished apps' rows never showed their summaries:\n%.4000s", page)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	took := time.Since(stopping)
+	t.Logf("finished apps' index badges shown %v after the first driver was asked to stop", took.Round(100*time.Millisecond))
+	_ = RecordFigure(s.outDir, "index_finished_badges_after_stop_"+version, took)
+	badge := func(id, kind string) string { return `href="/app/` + id + `/_/diagnosis">` + kind + `</a>` }
+	row := indexRowOf(page, skew)
+	for _, k := range []string{"task_duration_skew", "shuffle_skew"} {
+		if !strings.Contains(row, badge(skew, k+" ×2")) {
+			t.Errorf("index: the finished skewed app's row lacks %s ×2:\n%s", k, row)
+		}
+	}
+	row = indexRowOf(page, failing)
+	for _, w := range []string{`class="sev critical" ` + badge(failing, "job_failed"), badge(failing, "spill"), " failed tasks</span>"} {
+		if !strings.Contains(row, w) {
+			t.Errorf("index: the finished failing app's row lacks %q:\n%s", w, row)
+		}
+	}
+	if row = indexRowOf(page, gc); !strings.Contains(row, badge(gc, "gc_pressure")) {
+		t.Errorf("index: the finished GC app's row lacks gc_pressure:\n%s", row)
+	}
+	if row = indexRowOf(page, healthy); strings.Contains(row, `class="sev`) || !strings.Contains(row, "no finding") {
+		t.Errorf("index: the finished healthy app's row: want no badge, \"no finding\":\n%s", row)
+	}
+	// Sorted by findings: the failed job (critical) before the rest.
+	if i := strings.Index(page, `href="/app/`+failing+`/"`); i < 0 || i > strings.Index(page, `href="/app/`+skew+`/"`) || i > strings.Index(page, `href="/app/`+healthy+`/"`) {
+		t.Errorf("index ?sort=findings: want the finished failing app before the skewed and the healthy ones")
+	}
+	b, err := NewBrowser(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	base, _ := url.Parse(gwURL)
+	if err := b.SetCookies(gwURL, client.Jar.Cookies(base)); err != nil {
+		t.Fatal(err)
+	}
+	text, png, err := b.Shot(gwURL + "/?sort=findings")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.outDir, "index-finished-"+version+".png"), png, 0o644); err != nil {
+		t.Error(err)
+	}
+	if !strings.Contains(text, "gc_pressure") || !strings.Contains(text, "no finding") {
+		t.Errorf("index in Chromium lacks the finished apps' badges:\n%.2000s", text)
+	}
+}
+
+// indexRowOf returns the index page's row of the app id, "" if none.
+func indexRowOf(page, id string) string {
+	i := strings.Index(page, `href="/app/`+id+`/"`)
+	if i < 0 {
+		return ""
+	}
+	row := page[i:]
+	if j := strings.Index(row, "</tr>"); j >= 0 {
+		row = row[:j]
+	}
+	return row
 }
 
 // Shot opens pageURL and returns, once it has loaded, its visible text and

@@ -36,7 +36,8 @@ type indexRow struct {
 	Diagnosis string
 	// ByName is the stable link of the app's name ("" if it has none).
 	ByName string
-	// Stats is what a live app is doing now (nil for finished apps).
+	// Stats is what a live app is doing now, or a finished app's badges
+	// (index_finished.go); nil when not known.
 	Stats *indexStats
 	// Search is what the client-side filter matches, lower case.
 	Search string
@@ -157,6 +158,9 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request, st *reqState
 			YARNQueue:    a.YARNQueue,
 		}
 		row.Diagnosis = row.Link + diagnosisPath[1:]
+		if !running {
+			row.Stats = s.finishedStats(a.ID, v.hist)
+		}
 		row.ByName, _ = byNameLink(stableName(a))
 		if !a.StartTime.IsZero() {
 			row.Start = a.StartTime.UTC().Format("2006-01-02 15:04 UTC")

@@ -23,6 +23,9 @@ type Metrics struct {
 	decisions      *prometheus.CounterVec
 	killRefused    *prometheus.CounterVec
 	upstreamErrors *prometheus.CounterVec
+	// finishedSummaries counts the finished apps' index summaries read
+	// (index_finished.go).
+	finishedSummaries *prometheus.CounterVec
 }
 
 // NewMetrics registers the metrics with r; apps is read at each scrape for
@@ -56,7 +59,26 @@ func NewMetrics(r prometheus.Registerer, apps *discovery.Registry) (*Metrics, er
 			return nil, fmt.Errorf("registering metrics: %w", err)
 		}
 	}
+	m.finishedSummaries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sparkgate_history_summaries_total",
+		Help: "Index summaries of finished apps read from History Servers (once per completed attempt, as discovery reads its ACLs), by result (ok, error).",
+	}, []string{"result"})
+	if err := r.Register(m.finishedSummaries); err != nil {
+		return nil, fmt.Errorf("registering metrics: %w", err)
+	}
 	return m, nil
+}
+
+// observeFinishedSummary counts one finished app's summary read.
+func (m *Metrics) observeFinishedSummary(ok bool) {
+	if m == nil {
+		return
+	}
+	result := "error"
+	if ok {
+		result = "ok"
+	}
+	m.finishedSummaries.WithLabelValues(result).Inc()
 }
 
 func (m *Metrics) observeRequest(route string, status int, d time.Duration) {

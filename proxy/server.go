@@ -128,6 +128,7 @@ type Server struct {
 	publicURLOpt string
 	nonces       handoffNonces
 	diag         *diagnoser
+	finished     *finishedSummaries // finished apps' index badges (index_finished.go)
 	// workers and logClient serve executor logs (execlogs.go).
 	workers   *workerSet
 	nodes     *workerSet // YARN NodeManagers
@@ -232,6 +233,7 @@ func New(o Options) (*Server, error) {
 		return nil, fmt.Errorf("proxy: invalid diagnosis config: %w", errors.Join(errs...))
 	}
 	s.diag = newDiagnoser(dcfg, s.upstreams.transport, func() time.Time { return s.now() })
+	s.finished = newFinishedSummaries()
 	if err := s.initExecLogs(o.StandaloneMasters, o.Masters, o.ResourceManagers); err != nil {
 		return nil, err
 	}

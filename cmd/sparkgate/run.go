@@ -99,6 +99,9 @@ func run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("starting proxy: %w", err)
 	}
+	// Finished apps' index badges are read as discovery has their History
+	// Server load them for their ACLs (proxy/index_finished.go).
+	disc.OnHistoryVisit(srv.VisitFinished)
 
 	// Not an http.ServeMux: it cleans paths and redirects ("//" -> "/")
 	// before the proxy sees them, and the kill guard must judge the path the

@@ -215,6 +215,18 @@ func (d *Discoverer) Run(ctx context.Context) error {
 		d.logsDone = true
 	}
 	d.startPushes(ctx, &workers)
+	for _, h := range d.hist {
+		if h.visit == nil {
+			continue
+		}
+		for range historyVisitParallel {
+			workers.Add(1)
+			go func() {
+				defer workers.Done()
+				h.runVisits(ctx)
+			}()
+		}
+	}
 	interval := d.cfg.Interval
 	tick := time.NewTicker(interval)
 	defer tick.Stop()

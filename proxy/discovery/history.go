@@ -38,6 +38,11 @@ type historySource struct {
 	mu  sync.Mutex // guards env: the environment reads run in parallel
 	env map[envKey]*envEntry
 
+	// visit, if set, is told of completed attempts as they are loaded
+	// (history_visit.go); visits queues them for its workers.
+	visit  HistoryVisit
+	visits chan envKey
+
 	// Touched only by poll, which never runs twice at once.
 	seed    maphash.Seed
 	listSum uint64                // hash of the last list answer
@@ -53,6 +58,10 @@ type envEntry struct {
 	lastUpdated int64
 	acl         map[string]string
 	failedAt    time.Time
+	// visit is where the completed attempt's visit is, and visitFailedAt
+	// when it last failed.
+	visit         visitState
+	visitFailedAt time.Time
 }
 
 // historyApp is one app as a History Server lists it.
@@ -70,7 +79,7 @@ func newHistorySource(cfg HistorySource, c *client, interval time.Duration) (*hi
 	}
 	return &historySource{
 		cfg: cfg, base: base, c: c, envBudget: max(2*interval, 10*time.Second), env: map[envKey]*envEntry{},
-		seed: maphash.MakeSeed(), entries: map[uint64]historyApp{},
+		seed: maphash.MakeSeed(), entries: map[uint64]historyApp{}, visits: make(chan envKey, historyVisitQueue),
 	}, nil
 }
 
@@ -84,6 +93,7 @@ func (h *historySource) poll(ctx context.Context) (apps []historyApp, changed bo
 	if err != nil {
 		return nil, false, fmt.Errorf("listing %s: %w", h.name(), err)
 	}
+	h.requeueVisits(time.Now())
 	sum := maphash.Bytes(h.seed, body)
 	same := h.last != nil && sum == h.listSum
 	if same && !h.owed {
@@ -174,7 +184,7 @@ func (h *historySource) poll(ctx context.Context) (apps []historyApp, changed bo
 				}
 				return
 			}
-			h.env[j.key] = &envEntry{completed: j.completed, lastUpdated: j.lastUpdated, acl: acl}
+			h.setEnvLocked(j.key, &envEntry{completed: j.completed, lastUpdated: j.lastUpdated, acl: acl})
 			out[j.idx].Ref.ACLProps = acl
 			read.Add(1)
 		}()
@@ -272,7 +282,7 @@ func (h *historySource) fetchACLs(ctx context.Context, id, attempt string, compl
 	h.mu.Lock()
 	// lastUpdated 0: an app still in progress is read again by the next
 	// poll, as its event log may still change.
-	h.env[envKey{id, attempt}] = &envEntry{completed: completed, acl: acl}
+	h.setEnvLocked(envKey{id, attempt}, &envEntry{completed: completed, acl: acl})
 	h.mu.Unlock()
 	return acl, nil
 }
