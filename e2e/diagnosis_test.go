@@ -496,7 +496,7 @@ func (s *suite) checkFinishedBadges(ctx context.Context, t *testing.T, gwURL str
 		}
 	}
 	row = indexRowOf(page, failing)
-	for _, w := range []string{`class="sev critical" ` + badge(failing, "job_failed"), badge(failing, "spill"), " failed tasks</span>"} {
+	for _, w := range []string{`class="sev critical" ` + badge(failing, "job_failed"), badge(failing, "spill"), " failed task"} {
 		if !strings.Contains(row, w) {
 			t.Errorf("index: the finished failing app's row lacks %q:\n%s", w, row)
 		}

@@ -84,7 +84,7 @@ func (s *Server) finishedStats(appID string, ref *discovery.HistoryRef) *indexSt
 	if !ok {
 		return nil
 	}
-	st := &indexStats{Failed: sum.FailedTasks, Badges: sum.Badges, score: sum.Score()}
+	st := findingStats(sum)
 	if len(st.Badges) == 0 && st.Failed == 0 {
 		// Read, and healthy: unlike a row not read yet.
 		st.Text = "no finding"

@@ -201,7 +201,7 @@ func TestIndexFinishedBadges(t *testing.T) {
 			t.Errorf("finished skewed app's row lacks the %s badge:\n%s", k, skewRow)
 		}
 	}
-	for _, w := range []string{`class="sev critical" ` + badge(finFail, "job_failed"), "1 failed tasks"} {
+	for _, w := range []string{`class="sev critical" ` + badge(finFail, "job_failed"), "1 failed task<"} {
 		if !strings.Contains(failRow, w) {
 			t.Errorf("finished failing app's row lacks %q:\n%s", w, failRow)
 		}

@@ -17,8 +17,10 @@ type indexStats struct {
 	Pending bool
 	Text    string // "2 active jobs · 14 tasks running · 3 executors · 45 %"
 	Failed  int    // failed tasks so far
-	Badges  []diagnosis.Badge
-	score   int
+	// FailedText is Failed in words: "1 failed task", "3 failed tasks".
+	FailedText string
+	Badges     []diagnosis.Badge
+	score      int
 }
 
 // indexStatsWait bounds how long an index view waits for the summaries of
@@ -71,8 +73,16 @@ func (s *Server) addLiveStats(ctx context.Context, rows []indexRow) {
 	wg.Wait()
 }
 
+// findingStats is what any row shows of an app's summary: its failed
+// tasks and its badges.
+func findingStats(sum diagnosis.Summary) *indexStats {
+	return &indexStats{Failed: sum.FailedTasks, FailedText: plural(sum.FailedTasks, "failed task"), Badges: sum.Badges, score: sum.Score()}
+}
+
+// newIndexStats is what a live row shows: findingStats and the app's
+// activity now.
 func newIndexStats(sum diagnosis.Summary) *indexStats {
-	st := &indexStats{Failed: sum.FailedTasks, Badges: sum.Badges, score: sum.Score()}
+	st := findingStats(sum)
 	parts := []string{plural(sum.ActiveJobs, "active job"), plural(sum.RunningTasks, "task") + " running", plural(sum.ActiveExecutors, "executor")}
 	if sum.Progress >= 0 {
 		parts = append(parts, fmt.Sprintf("%.0f %% done", 100*sum.Progress))

@@ -241,7 +241,7 @@ func TestIndexLiveStats(t *testing.T) {
 	}
 	row := body[i:]
 	row = row[:strings.Index(row, "</tr>")]
-	for _, w := range []string{"0 active jobs · 0 tasks running · 1 executor", "1 failed tasks", `class="sev critical" href="/app/` + appFail + `/_/diagnosis">job_failed</a>`} {
+	for _, w := range []string{"0 active jobs · 0 tasks running · 1 executor", "1 failed task<", `class="sev critical" href="/app/` + appFail + `/_/diagnosis">job_failed</a>`} {
 		if !strings.Contains(row, w) {
 			t.Errorf("row of %s lacks %q:\n%s", appFail, w, row)
 		}
