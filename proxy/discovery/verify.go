@@ -254,35 +254,15 @@ func (c *client) driverApp(ctx context.Context, ui *url.URL) (apiApp, error) {
 // environmentProps reads the ACL properties and spark.ui.proxyBase from an
 // environment endpoint (driver or History Server).
 func (c *client) environmentProps(ctx context.Context, base *url.URL, p string) (map[string]string, string, error) {
-	var env struct {
-		SparkProperties  [][]string `json:"sparkProperties"`
-		SystemProperties [][]string `json:"systemProperties"`
-	}
-	if err := c.getJSON(ctx, base, p, envBodyMax, &env); err != nil {
+	body, u, err := c.getBody(ctx, base, p, envBodyMax)
+	if err != nil {
 		return nil, "", err
 	}
-	acl := map[string]string{}
-	proxyBase := ""
-	scan := func(pairs [][]string, sys bool) {
-		for _, kv := range pairs {
-			if len(kv) != 2 {
-				continue
-			}
-			if kv[0] == "spark.ui.proxyBase" && (proxyBase == "" || !sys) {
-				proxyBase = kv[1]
-			}
-			for _, k := range aclKeys {
-				if kv[0] == k {
-					if _, set := acl[k]; !set || !sys {
-						acl[k] = kv[1]
-					}
-				}
-			}
-		}
+	acl, proxyBase, err := decodeEnvironment(body)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: decoding: %w: %w", u.Redacted(), errNotDriver, err)
 	}
-	scan(env.SystemProperties, true)
-	scan(env.SparkProperties, false)
-	return acl, strings.TrimRight(proxyBase, "/"), nil
+	return acl, proxyBase, nil
 }
 
 // driverEnv reads a driver's ACL properties and spark.ui.proxyBase from the
