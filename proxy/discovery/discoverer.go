@@ -120,9 +120,10 @@ type liveApp struct {
 	// scheduled.
 	nextCheck time.Time
 	foundAt   time.Time
-	envBusy   bool // an environment read is in flight
-	envKnown  bool // app.ACLProps and app.ProxyBase come from the environment
-	envFails  int  // environment reads failed in a row
+	verifyAt  time.Time // when the verification that found it started
+	envBusy   bool      // an environment read is in flight
+	envKnown  bool      // app.ACLProps and app.ProxyBase come from the environment
+	envFails  int       // environment reads failed in a row
 }
 
 // New builds a Discoverer from a validated configuration. Sources that

@@ -105,7 +105,7 @@ func (d *Discoverer) onVerified(t *target, info driverInfo, err error) {
 		app.ProxyBase = "/proxy/" + info.ID // the RM web proxy's, unless the environment names one
 		app.YARNName, app.YARNQueue = t.c.yarnName, t.c.yarnQueue
 	}
-	a := &liveApp{app: app, key: key, foundAt: now}
+	a := &liveApp{app: app, key: key, foundAt: now, verifyAt: t.verifyAt}
 	d.apps[info.ID] = a
 	t.appID = info.ID
 	d.dirty = true
@@ -165,9 +165,13 @@ func (d *Discoverer) onEnv(id string, a *liveApp, acl map[string]string, proxyBa
 		a.app.ProxyBase = proxyBase
 	}
 	d.dirty = true
-	foundAt, base := a.foundAt, a.app.ProxyBase
+	// env_took is from the start of the app's verification to the
+	// snapshot with its ACLs: the gateway's share of time to routable for
+	// users its ACLs let in.
+	foundAt, verifyAt, base := a.foundAt, a.verifyAt, a.app.ProxyBase
 	d.announce = append(d.announce, func(published time.Time) {
 		d.log.Info("driver environment read", zap.String("app_id", id), zap.Duration("since_found", published.Sub(foundAt)),
+			zap.Duration("env_took", published.Sub(verifyAt)),
 			zap.Bool("acls_enable", acl["spark.acls.enable"] == "true"), zap.String("proxy_base", base))
 	})
 }
