@@ -241,6 +241,34 @@ func TestDiscovererRegistersEachDriverWhenVerified(t *testing.T) {
 	waitFor(t, reg, "the History Server's apps", func(s *Snapshot) bool { _, ok := s.Lookup("application_1_00999"); return ok })
 }
 
+// TestDiscovererHeldBackPublishLands: a change made while publishGap holds
+// snapshots back (the last one as costly as can be) is published when the
+// gap ends, with nothing else to wake Run (no round for an hour, the
+// environment already read).
+func TestDiscovererHeldBackPublishLands(t *testing.T) {
+	t.Parallel()
+	drv := newFakeDriver(t, "local-1")
+	d, reg := startDiscoverer(t, Config{Static: []string{drv.srv.URL}, Interval: time.Hour})
+	waitFor(t, reg, "local-1 live with its environment read", func(s *Snapshot) bool {
+		a, ok := s.Lookup("local-1")
+		return ok && a.Live() && a.ACLProps != nil
+	})
+	held := make(chan bool)
+	d.events <- func() {
+		d.apps["local-1"].app.Name = "renamed"
+		d.dirty = true
+		d.publishedAt, d.publishTook = time.Now(), time.Hour
+		held <- !d.publishAllowed()
+	}
+	if !<-held {
+		t.Fatal("publishAllowed() = true right after a publish that took an hour; want false")
+	}
+	waitFor(t, reg, "the renamed app published", func(s *Snapshot) bool {
+		a, ok := s.Lookup("local-1")
+		return ok && a.Name == "renamed"
+	})
+}
+
 // TestDiscovererEnvironmentRetried checks that a failing environment keeps
 // a live app fail-closed (ACLProps nil in every snapshot) and is read again,
 // in the background, until it answers.
