@@ -102,6 +102,11 @@ func FuzzDecodeEnvironment(f *testing.F) {
 		`{"sparkProperties":[["spark.admin.acls","a"]],"sparkproperties":null}`,
 		`{"systemProperties":[["spark.ui.proxyBase","/sys"],["spark.acls.enable","false"]],"sparkProperties":[["spark.acls.enable","true"]]}`,
 		`{"a":{"b":[1,2,{"c":"]}\"["}]},"sparkProperties":[["spark.ui.view.acls","x\"y"]],"z":-1.5e3,"t":true}`,
+		`{"sparkProperties":[null,[],["spark.acls.enable"],["spark.acls.enable","true","x"],["spark.admin.acls",null],[null,"v"]]}`,
+		`{"sparkProperties":[["spark.admin.acls","a\u0062\n"],["spark.ui.view.acls","\ud800"],["spark.modify.acls","caf\u00e9"]]}`,
+		"{\"sparkProperties\":[[\"spark.admin.acls\",\"\xff\xfe\"],[\"spark.ui.proxyBase\",\"/a//\"]]}",
+		`{"sparkProperties":[["x",1]]}`, `{"sparkProperties":[["x","y",[]]]}`, `{"sparkProperties":[{"a":"b"}]}`, `{"sparkProperties":{}}`,
+		`{"sparkProperties":[["x","y"]],"systemProperties":[["spark.admin.acls",true]]}`, `{"systemProperties":[[ "spark.ui.proxyBase" , "/s" ] , null ]}`,
 		`{"a":[}`, `{"a":1,}`, `{"a" 1}`, `{"a":"\\"}`, `{"\\":1}`, `{"k":"ſparkProperties"}`, `{"ſparkProperties":[["spark.acls.enable","true"]]}`,
 	} {
 		f.Add([]byte(s))
