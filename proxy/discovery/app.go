@@ -134,7 +134,10 @@ func newAppSet(apps []*App) *appSet {
 		s.byID[a.ID] = a
 		s.list = append(s.list, a)
 	}
-	slices.SortStableFunc(s.list, compareApps)
+	// Ids are unique here and compareApps ends on the id, so the order is
+	// total and an unstable sort gives the one result (a stable sort's
+	// extra moves cost a third of a publish).
+	slices.SortFunc(s.list, compareApps)
 	return s
 }
 

@@ -1,7 +1,12 @@
 package discovery
 
 import (
+	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sync"
 	"testing"
 	"time"
 )
@@ -64,5 +69,73 @@ func BenchmarkPublish(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		d.publish()
+	}
+}
+
+// BenchmarkVerifyBurst verifies 100 drivers found together and reads their
+// environments, through the bounded client as discovery does (fresh
+// connections each time, as for drivers never seen); the drivers answer
+// from memory in the same process, so the time includes theirs.
+func BenchmarkVerifyBurst(b *testing.B) {
+	const n = 100
+	var urls []*url.URL
+	for i := range n {
+		id := fmt.Sprintf("app-20261201100000-%04d", i)
+		apps := []byte(fmt.Sprintf(`[ {"id" : %q, "name" : "demo", "attempts" : [ {"startTimeEpoch" : 1714566896789, "endTimeEpoch" : -1, "lastUpdatedEpoch" : 1714566896789, "sparkUser" : "alice", "completed" : false, "appSparkVersion" : "3.5.9"} ] } ]`, id))
+		env := benchEnvironment(id)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			switch r.URL.Path {
+			case "/api/v1/applications":
+				_, _ = w.Write(apps)
+			case "/api/v1/applications/" + id + "/environment":
+				_, _ = w.Write(env)
+			default:
+				http.NotFound(w, r)
+			}
+		}))
+		b.Cleanup(srv.Close)
+		u, _ := url.Parse(srv.URL)
+		urls = append(urls, u)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		c := newClient(nil)
+		var wg sync.WaitGroup
+		for _, u := range urls {
+			wg.Go(func() {
+				info, err := c.verify(context.Background(), u)
+				if err == nil {
+					_, _, err = c.driverEnv(context.Background(), u, info.ID)
+				}
+				if err != nil {
+					b.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		c.hc.CloseIdleConnections()
+	}
+	b.ReportMetric(float64(b.Elapsed())/float64(b.N)/n/1e3, "µs/driver")
+}
+
+// BenchmarkEnvironmentProps decodes a real-sized driver environment (about
+// 100 KB) into the ACL properties and proxy base: decodeEnvironment, and
+// beside it the whole document through encoding/json as before.
+func BenchmarkEnvironmentProps(b *testing.B) {
+	env := benchEnvironment("app-20261201100000-0001")
+	for _, bc := range []struct {
+		name string
+		f    func([]byte) (map[string]string, string, error)
+	}{{"scan", decodeEnvironment}, {"encoding-json", decodeEnvironmentReference}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(env)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := bc.f(env); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -204,6 +204,71 @@ func TestDiscovererPublishesBeforeEnvironment(t *testing.T) {
 	})
 }
 
+// TestDiscovererRegistersEachDriverWhenVerified: drivers found in one round
+// are each routable, with their environment read, as soon as their own
+// verification ends, while the round's slowest driver (its app list held)
+// and a History Server's first list of 1,000 apps are still being read.
+func TestDiscovererRegistersEachDriverWhenVerified(t *testing.T) {
+	t.Parallel()
+	slow := newFakeDriver(t, "slow-1")
+	held := make(chan struct{})
+	slow.mu.Lock()
+	slow.appsGate = held
+	slow.mu.Unlock()
+	var fast []*fakeDriver
+	urls := []string{slow.srv.URL}
+	for i := range 20 {
+		f := newFakeDriver(t, fmt.Sprintf("fast-%d", i))
+		fast = append(fast, f)
+		urls = append(urls, f.srv.URL)
+	}
+	hs := newLoadServer(t, 1000)
+	_, reg := startDiscoverer(t, Config{Static: urls, History: []HistorySource{{Name: "hs", URL: hs.srv.URL}}})
+	waitFor(t, reg, "every fast driver live with its environment read", func(s *Snapshot) bool {
+		for _, f := range fast {
+			a, ok := s.Lookup(f.id)
+			if !ok || !a.Live() || a.ACLProps == nil {
+				return false
+			}
+		}
+		return true
+	})
+	if _, ok := reg.Lookup("slow-1"); ok || slow.inflight.Load() == 0 {
+		t.Fatalf("slow-1 known %v with %d app list requests in flight; want unknown, its request still held", ok, slow.inflight.Load())
+	}
+	close(held)
+	waitFor(t, reg, "slow-1 live", live("slow-1"))
+	waitFor(t, reg, "the History Server's apps", func(s *Snapshot) bool { _, ok := s.Lookup("application_1_00999"); return ok })
+}
+
+// TestDiscovererHeldBackPublishLands: a change made while publishGap holds
+// snapshots back (the last one as costly as can be) is published when the
+// gap ends, with nothing else to wake Run (no round for an hour, the
+// environment already read).
+func TestDiscovererHeldBackPublishLands(t *testing.T) {
+	t.Parallel()
+	drv := newFakeDriver(t, "local-1")
+	d, reg := startDiscoverer(t, Config{Static: []string{drv.srv.URL}, Interval: time.Hour})
+	waitFor(t, reg, "local-1 live with its environment read", func(s *Snapshot) bool {
+		a, ok := s.Lookup("local-1")
+		return ok && a.Live() && a.ACLProps != nil
+	})
+	held := make(chan bool)
+	d.events <- func() {
+		d.apps["local-1"].app.Name = "renamed"
+		d.dirty = true
+		d.publishedAt, d.publishTook = time.Now(), time.Hour
+		held <- !d.publishAllowed()
+	}
+	if !<-held {
+		t.Fatal("publishAllowed() = true right after a publish that took an hour; want false")
+	}
+	waitFor(t, reg, "the renamed app published", func(s *Snapshot) bool {
+		a, ok := s.Lookup("local-1")
+		return ok && a.Name == "renamed"
+	})
+}
+
 // TestDiscovererEnvironmentRetried checks that a failing environment keeps
 // a live app fail-closed (ACLProps nil in every snapshot) and is read again,
 // in the background, until it answers.

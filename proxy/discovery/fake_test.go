@@ -23,8 +23,10 @@ type fakeDriver struct {
 	hits     atomic.Int64
 	// envGate, when set, holds every environment request until it is
 	// closed; envFail makes the environment answer 500.
-	envGate  chan struct{}
-	envFail  bool
+	envGate chan struct{}
+	envFail bool
+	// appsGate, when set, holds every app list request until it is closed.
+	appsGate chan struct{}
 	envHits  atomic.Int64
 	inflight atomic.Int64
 	maxIn    atomic.Int64 // most requests in flight at once
@@ -70,7 +72,7 @@ func (d *fakeDriver) serve(w http.ResponseWriter, r *http.Request) {
 	if starting > 0 {
 		d.starting--
 	}
-	props, gate, fail := d.props, d.envGate, d.envFail
+	props, gate, fail, appsGate := d.props, d.envGate, d.envFail, d.appsGate
 	d.mu.Unlock()
 	if starting > 0 {
 		w.Header().Set("Content-Type", "text/html;charset=utf-8")
@@ -79,6 +81,13 @@ func (d *fakeDriver) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.URL.Path {
 	case "/api/v1/applications":
+		if appsGate != nil {
+			select {
+			case <-appsGate:
+			case <-r.Context().Done():
+				return
+			}
+		}
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `[ {
   "id" : %q,

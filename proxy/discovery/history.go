@@ -16,6 +16,11 @@ import (
 
 const (
 	historyEnvParallel = 4
+	// historyDecodeYield is how many new entries of a list are decoded
+	// without first giving way to driver verifications (giveWay): a
+	// just-finished app is decoded at once, a first list of thousands
+	// waits for a burst of drivers.
+	historyDecodeYield = 256
 	historyEnvRetry    = time.Minute // after a failed environment read
 )
 
@@ -94,6 +99,9 @@ func (h *historySource) poll(ctx context.Context) (apps []historyApp, changed bo
 		return nil, false, fmt.Errorf("listing %s: %w", h.name(), err)
 	}
 	h.requeueVisits(time.Now())
+	// Work on a large backlog gives way to live drivers being verified
+	// (giveWay), for a quarter of the budget at most in all.
+	yieldUntil := time.Now().Add(h.envBudget / 4)
 	sum := maphash.Bytes(h.seed, body)
 	same := h.last != nil && sum == h.listSum
 	if same && !h.owed {
@@ -107,10 +115,23 @@ func (h *historySource) poll(ctx context.Context) (apps []historyApp, changed bo
 		if err != nil {
 			return nil, false, fmt.Errorf("listing %s: %s: decoding: %w: %w", h.name(), u.Redacted(), errNotDriver, err)
 		}
+		keys := make([]uint64, len(raw))
+		unseen := 0
+		for i, r := range raw {
+			keys[i] = maphash.Bytes(h.seed, r)
+			if _, ok := h.entries[keys[i]]; !ok {
+				unseen++
+			}
+		}
+		if unseen > historyDecodeYield {
+			// Decoding 10,000 entries costs a core for a quarter of a
+			// second: live drivers being verified go first.
+			h.giveWay(ctx, yieldUntil)
+		}
 		out = make([]historyApp, 0, len(raw))
 		entries := make(map[uint64]historyApp, len(raw))
-		for _, r := range raw {
-			k := maphash.Bytes(h.seed, r)
+		for i, r := range raw {
+			k := keys[i]
 			ha, ok := h.entries[k]
 			if !ok {
 				if ha, ok = h.decode(r); !ok {
@@ -158,7 +179,6 @@ func (h *historySource) poll(ctx context.Context) (apps []historyApp, changed bo
 	sem := make(chan struct{}, historyEnvParallel)
 	var wg sync.WaitGroup
 	var read atomic.Int64
-	yieldUntil := time.Now().Add(h.envBudget / 4)
 	for _, j := range jobs {
 		h.giveWay(ectx, yieldUntil)
 		select {

@@ -105,16 +105,22 @@ func (d *Discoverer) onVerified(t *target, info driverInfo, err error) {
 		app.ProxyBase = "/proxy/" + info.ID // the RM web proxy's, unless the environment names one
 		app.YARNName, app.YARNQueue = t.c.yarnName, t.c.yarnQueue
 	}
-	a := &liveApp{app: app, key: key, foundAt: now}
+	a := &liveApp{app: app, key: key, foundAt: now, verifyAt: t.verifyAt}
 	d.apps[info.ID] = a
 	t.appID = info.ID
 	d.dirty = true
-	fields := []zap.Field{zap.String("app_id", info.ID), zap.String("upstream", u2s(t.c.url)), zap.String("source", t.c.source)}
-	if !t.fromLogAt.IsZero() {
-		fields = append(fields, zap.Duration("since_log_line", now.Sub(t.fromLogAt)))
-	}
-	fields = append(fields, zap.Duration("verify_took", now.Sub(t.verifyAt)), zap.Int("tries", info.tries))
-	d.log.Info("driver found", fields...)
+	// Logged once the app is routable (published): verify_took is the
+	// gateway's share of time to routable, from the start of the
+	// verification to the snapshot that holds the app.
+	fromLog, verifyAt, tries := t.fromLogAt, t.verifyAt, info.tries
+	d.announce = append(d.announce, func(published time.Time) {
+		fields := []zap.Field{zap.String("app_id", info.ID), zap.String("upstream", u2s(app.UIURL)), zap.String("source", app.Source)}
+		if !fromLog.IsZero() {
+			fields = append(fields, zap.Duration("since_log_line", published.Sub(fromLog)))
+		}
+		fields = append(fields, zap.Duration("verify_took", published.Sub(verifyAt)), zap.Int("tries", tries))
+		d.log.Info("driver found", fields...)
+	})
 	d.readEnv(info.ID, a)
 }
 
@@ -159,8 +165,15 @@ func (d *Discoverer) onEnv(id string, a *liveApp, acl map[string]string, proxyBa
 		a.app.ProxyBase = proxyBase
 	}
 	d.dirty = true
-	d.log.Info("driver environment read", zap.String("app_id", id), zap.Duration("since_found", d.now().Sub(a.foundAt)),
-		zap.Bool("acls_enable", acl["spark.acls.enable"] == "true"), zap.String("proxy_base", a.app.ProxyBase))
+	// env_took is from the start of the app's verification to the
+	// snapshot with its ACLs: the gateway's share of time to routable for
+	// users its ACLs let in.
+	foundAt, verifyAt, base := a.foundAt, a.verifyAt, a.app.ProxyBase
+	d.announce = append(d.announce, func(published time.Time) {
+		d.log.Info("driver environment read", zap.String("app_id", id), zap.Duration("since_found", published.Sub(foundAt)),
+			zap.Duration("env_took", published.Sub(verifyAt)),
+			zap.Bool("acls_enable", acl["spark.acls.enable"] == "true"), zap.String("proxy_base", base))
+	})
 }
 
 // checkApp asks a live app's UI whether it still serves the same app.

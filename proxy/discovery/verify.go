@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -191,6 +192,12 @@ func (c *client) getJSON(ctx context.Context, base *url.URL, p string, limit int
 // bytes, and returns the body, trimmed, when it is a 200 answer that starts
 // like JSON. It also returns the URL asked, for error messages.
 func (c *client) getBody(ctx context.Context, base *url.URL, p string, limit int64) ([]byte, *url.URL, error) {
+	return c.getBodyInto(ctx, base, p, limit, nil)
+}
+
+// getBodyInto is getBody reading into buf when it is not nil: the body
+// returned is buf's bytes, valid until buf is reused.
+func (c *client) getBodyInto(ctx context.Context, base *url.URL, p string, limit int64, buf *bytes.Buffer) ([]byte, *url.URL, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	p, query, _ := strings.Cut(p, "?")
@@ -206,7 +213,14 @@ func (c *client) getBody(ctx context.Context, base *url.URL, p string, limit int
 		return nil, u, &unreachableError{refused: errors.Is(err, syscall.ECONNREFUSED), err: err}
 	}
 	defer func() { _ = resp.Body.Close() }() // read-only body; a close error loses nothing
-	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	var body []byte
+	if buf != nil {
+		buf.Reset()
+		_, err = buf.ReadFrom(io.LimitReader(resp.Body, limit+1))
+		body = buf.Bytes()
+	} else {
+		body, err = io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	}
 	if err != nil {
 		return nil, u, &unreachableError{err: fmt.Errorf("reading %s: %w", u.Redacted(), err)}
 	}
@@ -254,36 +268,30 @@ func (c *client) driverApp(ctx context.Context, ui *url.URL) (apiApp, error) {
 // environmentProps reads the ACL properties and spark.ui.proxyBase from an
 // environment endpoint (driver or History Server).
 func (c *client) environmentProps(ctx context.Context, base *url.URL, p string) (map[string]string, string, error) {
-	var env struct {
-		SparkProperties  [][]string `json:"sparkProperties"`
-		SystemProperties [][]string `json:"systemProperties"`
-	}
-	if err := c.getJSON(ctx, base, p, envBodyMax, &env); err != nil {
+	buf := envBufs.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= envBufKeep {
+			envBufs.Put(buf)
+		}
+	}()
+	body, u, err := c.getBodyInto(ctx, base, p, envBodyMax, buf)
+	if err != nil {
 		return nil, "", err
 	}
-	acl := map[string]string{}
-	proxyBase := ""
-	scan := func(pairs [][]string, sys bool) {
-		for _, kv := range pairs {
-			if len(kv) != 2 {
-				continue
-			}
-			if kv[0] == "spark.ui.proxyBase" && (proxyBase == "" || !sys) {
-				proxyBase = kv[1]
-			}
-			for _, k := range aclKeys {
-				if kv[0] == k {
-					if _, set := acl[k]; !set || !sys {
-						acl[k] = kv[1]
-					}
-				}
-			}
-		}
+	acl, proxyBase, err := decodeEnvironment(body)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: decoding: %w: %w", u.Redacted(), errNotDriver, err)
 	}
-	scan(env.SystemProperties, true)
-	scan(env.SparkProperties, false)
-	return acl, strings.TrimRight(proxyBase, "/"), nil
+	return acl, proxyBase, nil
 }
+
+// envBufs holds the buffers environments are read into: about 100 KB
+// each, read by the hundred when drivers are found together and by the
+// thousand from a History Server's backlog; decodeEnvironment keeps nothing
+// of them. Buffers grown past envBufKeep are left to the collector.
+var envBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const envBufKeep = 1 << 20
 
 // driverEnv reads a driver's ACL properties and spark.ui.proxyBase from the
 // environment of its app id.

@@ -65,6 +65,48 @@ func envJSON(id, user string, alice bool) []byte {
 }`, id, view, user, user)
 }
 
+// driverEnvJSON is a live driver's /environment answer, sized like a real
+// Spark 3.5.9 driver's (about 100 KB: its Hadoop properties and classpath,
+// which discovery reads past) around the ACL properties of envJSON.
+func driverEnvJSON(id, user string, alice bool) []byte {
+	small := envJSON(id, user, alice)
+	cut := bytes.Index(small, []byte(`,
+  "hadoopProperties"`))
+	return append(append(small[:cut:cut], envPadding...), '\n', '}')
+}
+
+// envPadding is the rest of a real driver's environment after its Spark
+// properties (the sizes of a captured 3.5.9 driver's).
+var envPadding = func() []byte {
+	var b bytes.Buffer
+	pairs := func(name string, n int, kv func(i int) (string, string)) {
+		fmt.Fprintf(&b, ",\n  %q : [ ", name)
+		for i := range n {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			k, v := kv(i)
+			fmt.Fprintf(&b, "[ %q, %q ]", k, v)
+		}
+		b.WriteString(" ]")
+	}
+	pairs("hadoopProperties", 964, func(i int) (string, string) {
+		return fmt.Sprintf("fs.s3a.bucket.property.number.%04d", i), fmt.Sprintf("value-%d-of-a-hadoop-setting", i)
+	})
+	pairs("systemProperties", 48, func(i int) (string, string) {
+		return fmt.Sprintf("java.vm.property.%02d", i), "/usr/lib/jvm/java-17-openjdk-amd64/lib"
+	})
+	pairs("metricsProperties", 4, func(i int) (string, string) {
+		return fmt.Sprintf("*.sink.servlet.%d", i), "org.apache.spark.metrics.sink.MetricsServlet"
+	})
+	pairs("classpathEntries", 253, func(i int) (string, string) {
+		return fmt.Sprintf("/opt/spark-3.5.9/jars/library-number-%03d_2.12-3.5.9.jar", i), "System Classpath"
+	})
+	b.WriteString(`,
+  "resourceProfiles" : [ ]`)
+	return b.Bytes()
+}()
+
 // history is a fake History Server listing n finished apps, and one more
 // added by add (a just-finished app) whose first listing and first
 // environment read it times.
@@ -179,7 +221,7 @@ func newDriver(i int, started time.Time) *driver {
 	appJSON(&b, d.id, fmt.Sprintf("streaming-%d", i%23), d.user, started, time.Time{}, false)
 	b.WriteString(" ]")
 	d.apps = b.Bytes()
-	d.env = envJSON(d.id, d.user, i%3 == 0)
+	d.env = driverEnvJSON(d.id, d.user, i%3 == 0)
 	return d
 }
 

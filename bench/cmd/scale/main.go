@@ -9,7 +9,8 @@
 // routable, the index's first page and a filtered page, the merged
 // /api/v1/applications, RSS, CPU per discovery round with nothing
 // changing, the cost per app (the differences to the empty gateway), the
-// drivers' time to routable from the gateway's log (verify_took), and
+// drivers' time to routable from the gateway's log (verify_took, and
+// env_took once their ACLs are read), and
 // how long after the History Server lists a just-finished app its ACLs
 // are read while a user asks for it, and, with every app known, how long
 // a driver that starts later takes from its log line to the user's first
@@ -93,6 +94,7 @@ type result struct {
 	cpuPerRound            time.Duration
 	listsPerRound          float64
 	verify                 []time.Duration // drivers' verify_took
+	envTook                []time.Duration // drivers' env_took
 	// the just-finished app (largest run only)
 	finished                         bool
 	listWait, aclDelay, userRoutable time.Duration
@@ -105,8 +107,8 @@ type result struct {
 // lateDriver is one driver announced by a log line once the gateway knows
 // every other app.
 type lateDriver struct {
-	id                           string
-	toPage, sinceLogLine, verify time.Duration
+	id                                    string
+	toPage, sinceLogLine, verify, envTook time.Duration
 }
 
 type timing struct {
@@ -277,7 +279,7 @@ func measure(o options, nApps, nDrivers int, finishing bool) (result, error) {
 	}
 	cancel()
 	_ = cmd.Wait()
-	r.verify, err = verifyTimes(logPath)
+	r.verify, r.envTook, err = verifyTimes(logPath)
 	if err != nil {
 		return r, err
 	}
@@ -346,14 +348,19 @@ func lateTimes(logPath string, late []lateDriver) error {
 			AppID  string  `json:"app_id"`
 			Since  float64 `json:"since_log_line"`
 			Verify float64 `json:"verify_took"`
+			Env    float64 `json:"env_took"`
 		}
-		if json.Unmarshal([]byte(line), &l) != nil || l.Msg != "driver found" {
+		if json.Unmarshal([]byte(line), &l) != nil {
 			continue
 		}
 		for i := range late {
-			if late[i].id == l.AppID {
+			switch {
+			case late[i].id != l.AppID:
+			case l.Msg == "driver found":
 				late[i].sinceLogLine = time.Duration(l.Since * float64(time.Second))
 				late[i].verify = time.Duration(l.Verify * float64(time.Second))
+			case l.Msg == "driver environment read":
+				late[i].envTook = time.Duration(l.Env * float64(time.Second))
 			}
 		}
 	}
@@ -471,30 +478,38 @@ func procStatus(pid int, key string) int {
 	return 0
 }
 
-// verifyTimes reads the verify_took of every "driver found" line.
-func verifyTimes(logPath string) ([]time.Duration, error) {
+// verifyTimes reads the verify_took of every "driver found" line and the
+// env_took of every "driver environment read" line, each sorted.
+func verifyTimes(logPath string) (verify, env []time.Duration, err error) {
 	f, err := os.Open(logPath) //nolint:gosec // this tool's own log file
 	if err != nil {
-		return nil, fmt.Errorf("reading log: %w", err)
+		return nil, nil, fmt.Errorf("reading log: %w", err)
 	}
 	defer f.Close() //nolint:errcheck // read-only
-	var out []time.Duration
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		var l struct {
-			Msg    string  `json:"msg"`
-			Verify float64 `json:"verify_took"`
+			Msg     string  `json:"msg"`
+			Verify  float64 `json:"verify_took"`
+			EnvTook float64 `json:"env_took"`
 		}
-		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg == "driver found" {
-			out = append(out, time.Duration(l.Verify*float64(time.Second)))
+		if json.Unmarshal(sc.Bytes(), &l) != nil {
+			continue
+		}
+		switch l.Msg {
+		case "driver found":
+			verify = append(verify, time.Duration(l.Verify*float64(time.Second)))
+		case "driver environment read":
+			env = append(env, time.Duration(l.EnvTook*float64(time.Second)))
 		}
 	}
 	if err := sc.Err(); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("reading log: %w", err)
+		return nil, nil, fmt.Errorf("reading log: %w", err)
 	}
-	slices.Sort(out)
-	return out, nil
+	slices.Sort(verify)
+	slices.Sort(env)
+	return verify, env, nil
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
@@ -533,13 +548,14 @@ func report(w io.Writer, o options, res []result) {
 	})
 	row("CPU per discovery interval, nothing changing", func(r result) string { return ms(r.cpuPerRound) })
 	row("History Server list reads per interval (rounds done)", func(r result) string { return fmt.Sprintf("%.1f", r.listsPerRound) })
-	row("drivers' verify_took p50 / p90 / max", func(r result) string {
-		if len(r.verify) == 0 {
+	spread := func(v []time.Duration) string {
+		if len(v) == 0 {
 			return "-"
 		}
-		v := r.verify
 		return fmt.Sprintf("%s / %s / %s", ms(v[len(v)/2]), ms(v[len(v)*9/10]), ms(v[len(v)-1]))
-	})
+	}
+	row("drivers' verify_took p50 / p90 / max (verification start to routable for owner and admins)", func(r result) string { return spread(r.verify) })
+	row("drivers' env_took p50 / p90 / max (verification start to routable with the app's ACLs read)", func(r result) string { return spread(r.envTook) })
 	base := res[0]
 	p("\nCPU is utime+stime of /proc/<pid>/stat over %d intervals with no request and nothing changing, divided by %d; where fewer History Server list reads than intervals were done, rounds took longer than the interval.\n", o.rounds, o.rounds)
 	p("\nCost per app, against the empty gateway of the same run:\n\n| run | RSS per app | CPU per discovery interval per app |\n|---|---:|---:|\n")
@@ -562,6 +578,7 @@ func report(w io.Writer, o options, res []result) {
 			p("| the log line written | the user's first 200 for the driver's jobs page (asked every 5 ms) | %s |\n", pick(func(d lateDriver) time.Duration { return d.toPage }))
 			p("| the log line written | the gateway registers the driver (since_log_line; includes the log poll) | %s |\n", pick(func(d lateDriver) time.Duration { return d.sinceLogLine }))
 			p("| the driver's verification starts | registered (verify_took: the gateway's share once Spark's REST answers) | %s |\n", pick(func(d lateDriver) time.Duration { return d.verify }))
+			p("| the driver's verification starts | its ACLs read and published (env_took: the gateway's share for users the app's ACLs let in) | %s |\n", pick(func(d lateDriver) time.Duration { return d.envTook }))
 		}
 		if r.finished {
 			p("\nA just-finished app (the History Server starts listing it; the user asks for its REST jobs every 20 ms from then on): the gateway's next poll listed it %s after it was added; its ACLs were read from the History Server %s after that listing; the user's request answered 200 %s after the listing (%d tries).\n",
