@@ -57,7 +57,7 @@ type pageBody struct {
 
 func (p *pageBody) Close() error {
 	if p.buf != nil {
-		p.Reader.Reset(nil)
+		p.Reset(nil)
 		releasePage(p.buf)
 		p.buf = nil
 	}

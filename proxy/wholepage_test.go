@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -122,7 +123,7 @@ func TestPageBodyReleasesOnce(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if n, err := p.Read(make([]byte, 8)); n != 0 || err != io.EOF {
+	if n, err := p.Read(make([]byte, 8)); n != 0 || !errors.Is(err, io.EOF) {
 		t.Errorf("Read after Close = %d, %v; want 0, EOF", n, err)
 	}
 }
