@@ -137,6 +137,16 @@ func BenchmarkServeAppHTML(b *testing.B) {
 	b.Run("kill20", func(b *testing.B) {
 		benchGet(b, h.client, gw.URL+"/app/"+appKill20+"/jobs/", "identity", len(kpage))
 	})
+	// As a real driver sends that page: longer than Jetty's 32 KiB
+	// output buffer, it goes out chunked, without a length.
+	_, cdrv := htmlBackendChunked(b, "testdata/spark-3.5.9-jobs-kill20.html")
+	cu, _ := url.Parse(cdrv.URL)
+	h.reg.Store(discovery.NewSnapshot([]*discovery.App{
+		{ID: appKill20, Name: "etl", User: "alice", State: discovery.Running, UIURL: cu, Source: "static"},
+	}))
+	b.Run("kill20-chunked", func(b *testing.B) {
+		benchGet(b, h.client, gw.URL+"/app/"+appKill20+"/jobs/", "identity", len(kpage))
+	})
 }
 
 // appKill20 is the app of BenchmarkServeAppHTML's kill-heavy page.
@@ -146,12 +156,20 @@ const appKill20 = "app-20240101000000-0020"
 // through a bare httputil.ReverseProxy (no authentication, no stripping;
 // as bench/cmd/bareproxy): what proxying alone costs in the same process.
 func BenchmarkBareProxyHTML(b *testing.B) {
-	for _, c := range []struct{ name, file string }{
-		{"jobs", "testdata/spark-3.5.9-jobs.html"},
-		{"kill20", "testdata/spark-3.5.9-jobs-kill20.html"},
+	for _, c := range []struct {
+		name, file string
+		chunked    bool
+	}{
+		{"jobs", "testdata/spark-3.5.9-jobs.html", false},
+		{"kill20", "testdata/spark-3.5.9-jobs-kill20.html", false},
+		{"kill20-chunked", "testdata/spark-3.5.9-jobs-kill20.html", true},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			page, drv := htmlBackend(b, c.file)
+			backend := htmlBackend
+			if c.chunked {
+				backend = htmlBackendChunked
+			}
+			page, drv := backend(b, c.file)
 			u, _ := url.Parse(drv.URL)
 			rp := httputil.NewSingleHostReverseProxy(u)
 			tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -162,6 +180,27 @@ func BenchmarkBareProxyHTML(b *testing.B) {
 			benchGet(b, &http.Client{}, gw.URL+"/jobs/", "identity", len(page))
 		})
 	}
+}
+
+// htmlBackendChunked serves a real Spark page (file) as Spark's Jetty
+// serves one longer than its 32 KiB output buffer: chunked, a buffer at a
+// time, with no length.
+func htmlBackendChunked(b *testing.B, file string) ([]byte, *httptest.Server) {
+	page, err := os.ReadFile(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	drv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html;charset=utf-8")
+		for p := page; len(p) > 0; {
+			n := min(len(p), 32<<10)
+			_, _ = w.Write(p[:n])
+			w.(http.Flusher).Flush()
+			p = p[n:]
+		}
+	}))
+	b.Cleanup(drv.Close)
+	return page, drv
 }
 
 // htmlBackend serves a real Spark page (file) with its length, as Spark's

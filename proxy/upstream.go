@@ -359,19 +359,20 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 		resp.Body = s.masterLinkReader(resp, st.master)
 	}
 	resp.Body = s.backBar(resp.Body, st)
-	if n := resp.ContentLength; n >= 0 && n <= wholePageMax {
-		// A page of known length (as Spark sends every page) goes out
+	switch n := resp.ContentLength; {
+	case n >= 0 && n <= wholePageMax:
+		// A page that arrives whole (as Spark sends its pages) goes out
 		// whole, with its new length (wholepage.go).
-		return readWholePage(resp, n)
+		return readWholePage(resp)
+	case n < 0:
+		return readAhead(resp.Request.Context(), resp)
 	}
-	// A longer page, or a stream: the length changes, so it is not
-	// announced; resp.ContentLength
-	// keeps the upstream's, the length read, when it is known. -1 would
+	// A longer page: the length changes, so it is not announced;
+	// resp.ContentLength keeps the upstream's, the length read. -1 would
 	// make ReverseProxy treat the page as a stream and flush after every
 	// Read of the stripper (a write(2) each, a timer per response, and a
 	// chunk boundary each), where the server's own buffering would send
-	// a page it has whole in one or two writes. An upstream that streams
-	// (no length) is still flushed as it comes.
+	// it in fewer writes.
 	h.Del("Content-Length")
 	return nil
 }

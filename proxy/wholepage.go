@@ -2,51 +2,173 @@ package proxy
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 )
 
-// wholePageMax is the largest announced length of an HTML page that is
-// read and stripped whole before its answer starts. Spark's Jetty renders
-// a page into one buffer and sends it with its length; passing it on the
-// same way (stripped, with its new length, in as few writes as the
-// server's buffering allows) costs the client no latency and spares the
-// gateway a chunked answer: a write(2) per piece the stripper hands out,
-// and the chunks' framing. A longer page, or one of unknown length (a
-// stream), is stripped as it flows, in bounded memory.
-const wholePageMax = 512 << 10
+// A stripped HTML page that arrives whole soon enough is read whole and
+// sent with its new length, in as few writes as the server's buffering
+// allows. Spark renders a page before it sends a byte of it: with its
+// length when it fits Jetty's 32 KiB output buffer, chunked when longer.
+// Streamed as it is stripped, a page would go out chunked and, its length
+// unknown, with a flush after every read (ReverseProxy's rule for a body
+// of unknown length): a write(2) and a chunk per piece. A page longer than
+// wholePageMax, or one still arriving wholePageWait after its header, is
+// passed on as it comes, in bounded memory.
+const (
+	wholePageMax  = 512 << 10
+	wholePageWait = 50 * time.Millisecond
+)
 
-// pagePool holds the buffers whole pages are stripped into; a buffer grown
-// past wholePageMax (a page that grew when stripped) is not kept.
+// pagePool holds the buffers pages are read ahead into; one grown past
+// twice wholePageMax is not kept.
 var pagePool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// readWholePage replaces the transformed body of resp (its upstream length
-// n known and at most wholePageMax) with the whole output read at once,
-// announced with its length. An error reading it is returned, before any
-// byte of the answer is sent: the client gets the gateway's error page
-// rather than a page cut short.
-func readWholePage(resp *http.Response, n int64) error {
+var errPageClosed = errors.New("page body closed")
+
+// readWholePage replaces the transformed body of resp, whose upstream
+// announced a length of at most wholePageMax (its page is whole at the
+// upstream), with the whole output read at once and announced with its
+// length. An error reading it is returned before any byte of the answer
+// is sent.
+func readWholePage(resp *http.Response) error {
 	buf := pagePool.Get().(*bytes.Buffer)
 	buf.Reset()
-	buf.Grow(int(n) + 1024) // room for the back bar
+	buf.Grow(int(resp.ContentLength) + 1024) // room for the back bar
 	_, err := buf.ReadFrom(resp.Body)
 	_ = resp.Body.Close()
 	if err != nil {
-		releasePage(buf)
+		pagePool.Put(buf)
+		resp.Body = http.NoBody // closed again by the reverse proxy
 		return err
 	}
-	resp.Body = &pageBody{Reader: bytes.NewReader(buf.Bytes()), buf: buf}
-	resp.ContentLength = int64(buf.Len())
-	resp.Header.Set("Content-Length", strconv.Itoa(buf.Len()))
+	setPage(resp, buf)
 	return nil
 }
 
-func releasePage(buf *bytes.Buffer) {
-	if buf.Cap() <= 2*wholePageMax {
-		pagePool.Put(buf)
+// setPage makes buf, a whole page, resp's body, with its length.
+func setPage(resp *http.Response, buf *bytes.Buffer) {
+	resp.Body = &pageBody{Reader: bytes.NewReader(buf.Bytes()), buf: buf}
+	resp.ContentLength = int64(buf.Len())
+	resp.Header.Set("Content-Length", strconv.Itoa(buf.Len()))
+}
+
+// readAhead reads resp's (transformed) body of unknown length ahead, in a
+// goroutine (a page in chunks may pause between them), until it ends,
+// wholePageMax of it is read, wholePageWait has passed or the request is
+// gone. A page that ended is sent whole, with its length; a read error
+// before that is returned before any byte of the answer is sent, so the
+// client gets the gateway's error page rather than a page cut short that
+// says 200. Otherwise the body streams on from what was read.
+func readAhead(ctx context.Context, resp *http.Response) error {
+	a := &aheadBody{src: resp.Body, buf: pagePool.Get().(*bytes.Buffer), decided: make(chan struct{})}
+	a.buf.Reset()
+	a.cond.L = &a.mu
+	// From here on the producer alone reads and closes the source; the
+	// reverse proxy closes resp.Body, now a, even when this fails.
+	resp.Body = a
+	go a.produce()
+	t := time.NewTimer(wholePageWait)
+	select {
+	case <-a.decided:
+	case <-t.C:
+	case <-ctx.Done():
 	}
+	t.Stop()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	err := a.err
+	a.mu.Unlock()
+	switch {
+	case errors.Is(err, io.EOF):
+		// The producer is done with buf: it is the page's alone.
+		setPage(resp, a.buf)
+		return nil
+	case err != nil:
+		return err
+	}
+	resp.ContentLength = -1
+	resp.Header.Del("Content-Length")
+	return nil
+}
+
+// aheadBody is a page being read ahead by produce and read on by the
+// reverse proxy: a pipe holding at most wholePageMax (plus one read).
+type aheadBody struct {
+	src     io.ReadCloser
+	mu      sync.Mutex
+	cond    sync.Cond     // signals buf, err and closed changing
+	buf     *bytes.Buffer // read from src, not yet handed out
+	err     error         // src's error once it failed or ended (io.EOF)
+	closed  bool
+	decided chan struct{} // closed once err is set or buf holds wholePageMax
+	once    sync.Once
+}
+
+// produce reads src into buf until src ends or fails or the body is
+// closed, and then closes src (only it touches src).
+func (a *aheadBody) produce() {
+	bp := chunkPool.Get().(*[]byte)
+	defer chunkPool.Put(bp)
+	defer func() { _ = a.src.Close() }()
+	for {
+		n, err := a.src.Read(*bp)
+		a.mu.Lock()
+		for a.buf.Len() >= wholePageMax && !a.closed {
+			a.cond.Wait()
+		}
+		if a.closed {
+			a.mu.Unlock()
+			return
+		}
+		a.buf.Write((*bp)[:n])
+		if err != nil {
+			a.err = err
+		}
+		if err != nil || a.buf.Len() >= wholePageMax {
+			a.once.Do(func() { close(a.decided) })
+		}
+		a.cond.Broadcast()
+		a.mu.Unlock()
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (a *aheadBody) Read(p []byte) (int, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for a.buf.Len() == 0 && a.err == nil && !a.closed {
+		a.cond.Wait()
+	}
+	switch {
+	case a.closed:
+		return 0, errPageClosed
+	case a.buf.Len() > 0:
+		n, _ := a.buf.Read(p)
+		a.cond.Broadcast()
+		return n, nil
+	}
+	return 0, a.err
+}
+
+// Close ends the reading: produce stops at its current read of src (the
+// request's end, or the client's, ends that read) and closes src. buf is
+// not pooled: produce may still hold it.
+func (a *aheadBody) Close() error {
+	a.mu.Lock()
+	a.closed = true
+	a.cond.Broadcast()
+	a.mu.Unlock()
+	return nil
 }
 
 // pageBody is a whole stripped page; Close returns its buffer to pagePool.
@@ -58,10 +180,10 @@ type pageBody struct {
 func (p *pageBody) Close() error {
 	if p.buf != nil {
 		p.Reset(nil)
-		releasePage(p.buf)
+		if p.buf.Cap() <= 2*wholePageMax {
+			pagePool.Put(p.buf)
+		}
 		p.buf = nil
 	}
 	return nil
 }
-
-var _ io.ReadCloser = (*pageBody)(nil)

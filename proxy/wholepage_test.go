@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // servePage answers every request with page as text/html, with its length
@@ -60,6 +62,94 @@ func TestWholePageAnnouncedLength(t *testing.T) {
 	}
 	if strings.Contains(string(body), "/kill/") || len(body) >= len(page) {
 		t.Errorf("kill controls left in the page (%d bytes of %d)", len(body), len(page))
+	}
+}
+
+// TestChunkedPageSentWhole: a page that comes chunked, without a length
+// (as Spark's Jetty sends a page longer than its 32 KiB output buffer),
+// but whole at once, leaves the gateway whole with its new length.
+func TestChunkedPageSentWhole(t *testing.T) {
+	page, err := os.ReadFile("testdata/spark-3.5.9-jobs-kill20.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := htmlDriver(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html;charset=utf-8")
+		for p := page; len(p) > 0; {
+			n := min(len(p), 32<<10)
+			_, _ = w.Write(p[:n])
+			w.(http.Flusher).Flush()
+			p = p[n:]
+		}
+	})
+	hdr, br, _ := rawGet(t, h, "/app/"+appLive+"/jobs/")
+	n, err := strconv.Atoi(hdr.Get("Content-Length"))
+	if err != nil || hdr.Get("Transfer-Encoding") != "" {
+		t.Fatalf("Content-Length %q, Transfer-Encoding %q; want the stripped length, none", hdr.Get("Content-Length"), hdr.Get("Transfer-Encoding"))
+	}
+	body, err := io.ReadAll(br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(body) != n || withoutBar(string(body)) != stripped(t, page) {
+		t.Errorf("body of %d bytes (Content-Length %d) differs from the stripper's output", len(body), n)
+	}
+}
+
+// TestLongStreamStreams: a page of unknown length longer than
+// wholePageMax is read ahead that far, then passed on as it comes.
+func TestLongStreamStreams(t *testing.T) {
+	unit := strings.Repeat("<tr><td>a row of a long table</td></tr>\n", 64)
+	var page strings.Builder
+	h := htmlDriver(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html;charset=utf-8")
+		for i := 0; i*len(unit) <= 2*wholePageMax; i++ {
+			_, _ = io.WriteString(w, unit)
+		}
+	})
+	for i := 0; i*len(unit) <= 2*wholePageMax; i++ {
+		page.WriteString(unit)
+	}
+	hdr, br, _ := rawGet(t, h, "/app/"+appLive+"/jobs/")
+	if hdr.Get("Transfer-Encoding") != "chunked" {
+		t.Fatalf("Transfer-Encoding %q; want chunked", hdr.Get("Transfer-Encoding"))
+	}
+	var got strings.Builder
+	for c := readChunk(t, br); c != ""; c = readChunk(t, br) {
+		got.WriteString(c)
+	}
+	if withoutBar(got.String()) != page.String() {
+		t.Errorf("body of %d bytes; want the page's %d", got.Len(), page.Len())
+	}
+}
+
+// TestReadAheadEndsWithClient: a client that gives up while its page is
+// being read ahead ends the gateway's request to the driver too.
+func TestReadAheadEndsWithClient(t *testing.T) {
+	gone := make(chan struct{})
+	h := htmlDriver(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html;charset=utf-8")
+		_, _ = io.WriteString(w, "<html><body><p>a page that never ends")
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+			close(gone)
+		case <-time.After(20 * time.Second):
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", h.gw.URL+"/app/"+appLive+"/jobs/", nil)
+	req.AddCookie(&http.Cookie{Name: sessionName, Value: "alice"})
+	resp, err := h.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	resp.Body.Close()
+	select {
+	case <-gone:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the driver's request outlived the client's")
 	}
 }
 
