@@ -75,12 +75,7 @@ func TestChunkedPageSentWhole(t *testing.T) {
 	}
 	h := htmlDriver(t, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html;charset=utf-8")
-		for p := page; len(p) > 0; {
-			n := min(len(p), 32<<10)
-			_, _ = w.Write(p[:n])
-			w.(http.Flusher).Flush()
-			p = p[n:]
-		}
+		writeAsJetty(w, page)
 	})
 	hdr, br, _ := rawGet(t, h, "/app/"+appLive+"/jobs/")
 	n, err := strconv.Atoi(hdr.Get("Content-Length"))
