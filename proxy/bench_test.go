@@ -114,8 +114,8 @@ func zapNop() *zap.Logger { return zap.NewNop() }
 // kill20 is the same for a kill-heavy page (3.5.9's jobs page with 20
 // jobs running, a kill control each), plain.
 func BenchmarkServeAppHTML(b *testing.B) {
-	page, drv := htmlBackend(b, "testdata/spark-3.5.9-jobs.html")
-	kpage, kdrv := htmlBackend(b, "testdata/spark-3.5.9-jobs-kill20.html")
+	page, drv := htmlBackend(b, "testdata/spark-3.5.9-jobs.html", false)
+	kpage, kdrv := htmlBackend(b, "testdata/spark-3.5.9-jobs-kill20.html", false)
 	h := newHarness(b, nil)
 	u, _ := url.Parse(drv.URL)
 	ku, _ := url.Parse(kdrv.URL)
@@ -139,7 +139,7 @@ func BenchmarkServeAppHTML(b *testing.B) {
 	})
 	// As a real driver sends that page: longer than Jetty's 32 KiB
 	// output buffer, it goes out chunked, without a length.
-	_, cdrv := htmlBackendChunked(b, "testdata/spark-3.5.9-jobs-kill20.html")
+	_, cdrv := htmlBackend(b, "testdata/spark-3.5.9-jobs-kill20.html", true)
 	cu, _ := url.Parse(cdrv.URL)
 	h.reg.Store(discovery.NewSnapshot([]*discovery.App{
 		{ID: appKill20, Name: "etl", User: "alice", State: discovery.Running, UIURL: cu, Source: "static"},
@@ -165,11 +165,7 @@ func BenchmarkBareProxyHTML(b *testing.B) {
 		{"kill20-chunked", "testdata/spark-3.5.9-jobs-kill20.html", true},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			backend := htmlBackend
-			if c.chunked {
-				backend = htmlBackendChunked
-			}
-			page, drv := backend(b, c.file)
+			page, drv := htmlBackend(b, c.file, c.chunked)
 			u, _ := url.Parse(drv.URL)
 			rp := httputil.NewSingleHostReverseProxy(u)
 			tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -180,22 +176,6 @@ func BenchmarkBareProxyHTML(b *testing.B) {
 			benchGet(b, &http.Client{}, gw.URL+"/jobs/", "identity", len(page))
 		})
 	}
-}
-
-// htmlBackendChunked serves a real Spark page (file) as Spark's Jetty
-// serves one longer than its 32 KiB output buffer: chunked, a buffer at a
-// time, with no length.
-func htmlBackendChunked(b *testing.B, file string) ([]byte, *httptest.Server) {
-	page, err := os.ReadFile(file)
-	if err != nil {
-		b.Fatal(err)
-	}
-	drv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/html;charset=utf-8")
-		writeAsJetty(w, page)
-	}))
-	b.Cleanup(drv.Close)
-	return page, drv
 }
 
 // writeAsJetty sends page as Spark's Jetty sends a page longer than its
@@ -209,15 +189,20 @@ func writeAsJetty(w http.ResponseWriter, page []byte) {
 	}
 }
 
-// htmlBackend serves a real Spark page (file) with its length, as Spark's
-// Jetty serves a page that fits its output buffer.
-func htmlBackend(b *testing.B, file string) ([]byte, *httptest.Server) {
+// htmlBackend serves a real Spark page (file) as Spark's Jetty does: with
+// its length, as a page that fits Jetty's output buffer, or chunked
+// (writeAsJetty), as one longer than that buffer.
+func htmlBackend(b *testing.B, file string, chunked bool) ([]byte, *httptest.Server) {
 	page, err := os.ReadFile(file)
 	if err != nil {
 		b.Fatal(err)
 	}
 	drv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html;charset=utf-8")
+		if chunked {
+			writeAsJetty(w, page)
+			return
+		}
 		// Set, or a page over 2 KB would go chunked (as bench/cmd/sparkstatic
 		// does not), and the reverse proxy would flush after every read.
 		w.Header().Set("Content-Length", strconv.Itoa(len(page)))

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -67,21 +65,7 @@ func newFakeHistory(t *testing.T, apps []fakeHistoryApp) *fakeHistory {
 			fmt.Fprint(w, `{"sparkProperties":[["spark.acls.enable","true"],["spark.ui.view.acls","bob"]],"systemProperties":[]}`)
 			return
 		}
-		m := restPath.FindStringSubmatch(r.URL.Path)
-		if m == nil {
-			http.NotFound(w, r)
-			return
-		}
-		name := m[1] + ".json"
-		if m[4] != "" {
-			name = m[4] + "_" + m[2] + "_" + m[3] + ".json"
-		}
-		b, err := os.ReadFile(filepath.Join("diagnosis", "testdata", a.dir, name))
-		if err != nil {
-			http.NotFound(w, r)
-			return
-		}
-		_, _ = w.Write(b)
+		serveCaptured(w, r, a.dir)
 	}))
 	t.Cleanup(f.Close)
 	return f

@@ -35,25 +35,31 @@ func newRESTFiles(t testing.TB, dir string) *restFiles {
 		f.mu.Lock()
 		f.reqs = append(f.reqs, r.URL.RequestURI())
 		f.mu.Unlock()
-		m := restPath.FindStringSubmatch(r.URL.Path)
-		if m == nil {
-			http.NotFound(w, r)
-			return
-		}
-		name := m[1] + ".json"
-		if m[4] != "" {
-			name = m[4] + "_" + m[2] + "_" + m[3] + ".json"
-		}
-		b, err := os.ReadFile(filepath.Join("diagnosis", "testdata", dir, name))
-		if err != nil {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(b)
+		serveCaptured(w, r, dir)
 	}))
 	t.Cleanup(f.Close)
 	return f
+}
+
+// serveCaptured answers a REST request of restPath from the captured app
+// proxy/diagnosis/testdata/<dir>, 404 for anything else.
+func serveCaptured(w http.ResponseWriter, r *http.Request, dir string) {
+	m := restPath.FindStringSubmatch(r.URL.Path)
+	if m == nil {
+		http.NotFound(w, r)
+		return
+	}
+	name := m[1] + ".json"
+	if m[4] != "" {
+		name = m[4] + "_" + m[2] + "_" + m[3] + ".json"
+	}
+	b, err := os.ReadFile(filepath.Join("diagnosis", "testdata", dir, name))
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
 }
 
 func (f *restFiles) requests() []string {
