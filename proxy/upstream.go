@@ -359,15 +359,13 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 		resp.Body = s.masterLinkReader(resp, st.master)
 	}
 	resp.Body = s.backBar(resp.Body, st)
-	switch n := resp.ContentLength; {
-	case n >= 0 && n <= wholePageMax:
-		// A page that arrives whole (as Spark sends its pages) goes out
-		// whole, with its new length (wholepage.go).
-		return readWholePage(resp)
-	case n < 0:
-		return readAhead(resp.Request.Context(), resp)
+	// A page that arrives whole (as Spark sends its pages) goes out whole,
+	// with its new length (wholepage.go).
+	if whole, err := sendWhole(resp); whole || err != nil {
+		return err
 	}
-	// A longer page: the length changes, so it is not announced;
+	// A longer page, or one the budget cannot hold now: the length
+	// changes, so it is not announced;
 	// resp.ContentLength keeps the upstream's, the length read. -1 would
 	// make ReverseProxy treat the page as a stream and flush after every
 	// Read of the stripper (a write(2) each, a timer per response, and a

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -18,8 +19,8 @@ import (
 // Streamed as it is stripped, a page would go out chunked and, its length
 // unknown, with a flush after every read (ReverseProxy's rule for a body
 // of unknown length): a write(2) and a chunk per piece. A page longer than
-// wholePageMax, or one still arriving wholePageWait after its header, is
-// passed on as it comes, in bounded memory.
+// wholePageMax, one still arriving wholePageWait after its header, or one
+// that finds pageBudget spent, is passed on as it comes, in bounded memory.
 const (
 	wholePageMax  = 512 << 10
 	wholePageWait = 50 * time.Millisecond
@@ -31,29 +32,69 @@ var pagePool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 var errPageClosed = errors.New("page body closed")
 
+// pageBudget bounds the memory of all the pages held whole at once: a
+// user can open many requests to a driver of their own, each for a page
+// of wholePageMax. A page that finds the budget spent streams.
+var pageBudget int64 = 64 << 20
+
+// pagesHeld is what the pages held whole have reserved of pageBudget.
+var pagesHeld atomic.Int64
+
+func holdPage(n int64) bool {
+	if pagesHeld.Add(n) > pageBudget {
+		pagesHeld.Add(-n)
+		return false
+	}
+	return true
+}
+
+// sendWhole makes resp's transformed body a whole page where that can be
+// done (see above); false means it streams, unchanged. An error is one
+// reading the page, before any byte of the answer is sent.
+func sendWhole(resp *http.Response) (bool, error) {
+	n := resp.ContentLength
+	if n > wholePageMax {
+		return false, nil
+	}
+	held := int64(wholePageMax)
+	if n >= 0 {
+		held = n + barRoom
+	}
+	if !holdPage(held) {
+		return false, nil
+	}
+	if n >= 0 {
+		return true, readWholePage(resp, held)
+	}
+	return true, readAhead(resp.Request.Context(), resp, held)
+}
+
+// barRoom is room for what the page grows by: the back bar.
+const barRoom = 1024
+
 // readWholePage replaces the transformed body of resp, whose upstream
-// announced a length of at most wholePageMax (its page is whole at the
-// upstream), with the whole output read at once and announced with its
-// length. An error reading it is returned before any byte of the answer
-// is sent.
-func readWholePage(resp *http.Response) error {
+// announced its length (its page is whole at the upstream), with the
+// whole output read at once and announced with its length. held is what
+// it reserved of pageBudget.
+func readWholePage(resp *http.Response, held int64) error {
 	buf := pagePool.Get().(*bytes.Buffer)
 	buf.Reset()
-	buf.Grow(int(resp.ContentLength) + 1024) // room for the back bar
+	buf.Grow(int(held))
 	_, err := buf.ReadFrom(resp.Body)
 	_ = resp.Body.Close()
 	if err != nil {
 		pagePool.Put(buf)
+		pagesHeld.Add(-held)
 		resp.Body = http.NoBody // closed again by the reverse proxy
 		return err
 	}
-	setPage(resp, buf)
+	setPage(resp, buf, held)
 	return nil
 }
 
 // setPage makes buf, a whole page, resp's body, with its length.
-func setPage(resp *http.Response, buf *bytes.Buffer) {
-	resp.Body = &pageBody{Reader: bytes.NewReader(buf.Bytes()), buf: buf}
+func setPage(resp *http.Response, buf *bytes.Buffer, held int64) {
+	resp.Body = &pageBody{Reader: bytes.NewReader(buf.Bytes()), buf: buf, held: held}
 	resp.ContentLength = int64(buf.Len())
 	resp.Header.Set("Content-Length", strconv.Itoa(buf.Len()))
 }
@@ -65,8 +106,8 @@ func setPage(resp *http.Response, buf *bytes.Buffer) {
 // before that is returned before any byte of the answer is sent, so the
 // client gets the gateway's error page rather than a page cut short that
 // says 200. Otherwise the body streams on from what was read.
-func readAhead(ctx context.Context, resp *http.Response) error {
-	a := &aheadBody{src: resp.Body, buf: pagePool.Get().(*bytes.Buffer), decided: make(chan struct{})}
+func readAhead(ctx context.Context, resp *http.Response, held int64) error {
+	a := &aheadBody{src: resp.Body, buf: pagePool.Get().(*bytes.Buffer), decided: make(chan struct{}), held: held}
 	a.buf.Reset()
 	a.cond.L = &a.mu
 	// From here on the producer alone reads and closes the source; the
@@ -88,8 +129,10 @@ func readAhead(ctx context.Context, resp *http.Response) error {
 	a.mu.Unlock()
 	switch {
 	case errors.Is(err, io.EOF):
-		// The producer is done with buf: it is the page's alone.
-		setPage(resp, a.buf)
+		// The producer is done with buf: it is the page's alone, and so
+		// is what a reserved.
+		setPage(resp, a.buf, a.held)
+		a.held = 0
 		return nil
 	case err != nil:
 		return err
@@ -110,6 +153,7 @@ type aheadBody struct {
 	closed  bool
 	decided chan struct{} // closed once err is set or buf holds wholePageMax
 	once    sync.Once
+	held    int64 // of pageBudget, given back at Close
 }
 
 // produce reads src into buf until src ends or fails or the body is
@@ -165,6 +209,9 @@ func (a *aheadBody) Read(p []byte) (int, error) {
 // not pooled: produce may still hold it.
 func (a *aheadBody) Close() error {
 	a.mu.Lock()
+	if !a.closed {
+		pagesHeld.Add(-a.held)
+	}
 	a.closed = true
 	a.cond.Broadcast()
 	a.mu.Unlock()
@@ -174,11 +221,13 @@ func (a *aheadBody) Close() error {
 // pageBody is a whole stripped page; Close returns its buffer to pagePool.
 type pageBody struct {
 	*bytes.Reader
-	buf *bytes.Buffer
+	buf  *bytes.Buffer
+	held int64 // of pageBudget, given back at Close
 }
 
 func (p *pageBody) Close() error {
 	if p.buf != nil {
+		pagesHeld.Add(-p.held)
 		p.Reset(nil)
 		if p.buf.Cap() <= 2*wholePageMax {
 			pagePool.Put(p.buf)

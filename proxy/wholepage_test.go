@@ -229,3 +229,62 @@ func TestHeadOfPageAnnouncesNoLength(t *testing.T) {
 		t.Errorf("HEAD announced the upstream's length %s", cl)
 	}
 }
+
+// TestPageBudget: pages held whole give back what they reserved of
+// pageBudget, however their request ends, and a page that finds the
+// budget spent is stripped as it flows.
+func TestPageBudget(t *testing.T) {
+	page, err := os.ReadFile("testdata/spark-3.5.9-jobs-kill20.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := func() int64 {
+		t.Helper()
+		// A body is closed by the reverse proxy after its last byte went
+		// out, a moment after the client has read it.
+		deadline := time.Now().Add(5 * time.Second)
+		for pagesHeld.Load() != 0 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		return pagesHeld.Load()
+	}
+	for name, fn := range map[string]http.HandlerFunc{
+		"length": servePage(page),
+		"chunked": func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			writeAsJetty(w, page)
+		},
+		"cut short": func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			w.Header().Set("Content-Length", "100000")
+			_, _ = w.Write(page[:1000])
+		},
+		"stream": func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			writeAsJetty(w, page[:1000])
+			time.Sleep(2 * wholePageWait)
+			_, _ = w.Write(page[1000:])
+		},
+	} {
+		h := htmlDriver(t, fn)
+		_, _ = h.do(t, "GET", "/app/"+appLive+"/jobs/", "alice", nil)
+		if n := held(); n != 0 {
+			t.Errorf("%s: %d bytes still held after the request", name, n)
+		}
+	}
+
+	defer func(b int64) { pageBudget = b }(pageBudget)
+	pageBudget = 0
+	h := htmlDriver(t, servePage(page))
+	hdr, br, _ := rawGet(t, h, "/app/"+appLive+"/jobs/")
+	if hdr.Get("Transfer-Encoding") != "chunked" {
+		t.Fatalf("budget spent: Transfer-Encoding %q; want chunked (streamed)", hdr.Get("Transfer-Encoding"))
+	}
+	var got strings.Builder
+	for c := readChunk(t, br); c != ""; c = readChunk(t, br) {
+		got.WriteString(c)
+	}
+	if withoutBar(got.String()) != stripped(t, page) {
+		t.Errorf("budget spent: body differs from the stripper's output")
+	}
+}
