@@ -101,8 +101,22 @@ func TestClaimAgreeingWithHistoryKept(t *testing.T) {
 	})
 	hs.set("[" + histEntry("app-3-0001", "alice", true) + "]")
 	waitFor(t, reg, "ended by the History Server", ended("app-3-0001"))
+	// Its UI still answers, as a driver's does for a moment while it
+	// stops: asked again, it is the same driver, not a claim to refuse.
+	d.send(context.Background(), func() { d.offer(candidate{url: drv.url(), source: "static"}) })
+	eventually(t, "asked again", func() bool {
+		done := make(chan bool)
+		d.send(context.Background(), func() {
+			t := d.targets[candidate{url: drv.url(), source: "static"}.key()]
+			done <- t != nil && !t.verifying && t.retryAt.After(d.now())
+		})
+		return <-done
+	})
 	if n := len(d.Conflicts()); n != 0 {
 		t.Errorf("conflicts = %v; want none", d.Conflicts())
+	}
+	if a, _ := reg.Lookup("app-3-0001"); a.Live() {
+		t.Error("the ended app is live again")
 	}
 }
 

@@ -82,6 +82,13 @@ func (d *Discoverer) onVerified(t *target, info driverInfo, err error) {
 		log("candidate not verified", zap.String("upstream", u2s(t.c.url)), zap.String("source", t.c.source), zap.Error(err))
 		return
 	}
+	if d.stillAnswersEnded(key, info) {
+		// The driver ended (its History Server lists it as finished) and
+		// its UI still answers for a moment: no claim to refuse.
+		t.retryAt = now.Add(claimBackoff * d.cfg.Interval)
+		d.log.Debug("ended driver still answers", zap.String("app_id", info.ID), zap.String("upstream", u2s(t.c.url)))
+		return
+	}
 	if reason := d.claimConflict(t, info); reason != "" {
 		d.refuseClaim(t, info.ID, info.User, reason)
 		return
@@ -224,6 +231,22 @@ func (d *Discoverer) onChecked(id string, a *liveApp, got apiApp, err error, sus
 
 // endApp marks an app ended. Its UI URL stays for display; App.Live is
 // false from now on.
+// stillAnswersEnded reports whether info is the app that was live at key,
+// with the same owner, and has since ended as its History Server lists it
+// as finished: the same driver, not another claiming its id.
+func (d *Discoverer) stillAnswersEnded(key string, info driverInfo) bool {
+	a := d.apps[info.ID]
+	if a == nil || a.app.State != Ended || a.key != key || a.app.User != info.User {
+		return false
+	}
+	for _, ha := range d.histByID[info.ID] {
+		if ha.Ref.Completed && ha.User == info.User {
+			return true
+		}
+	}
+	return false
+}
+
 func (d *Discoverer) endApp(id, reason string) {
 	a := d.apps[id]
 	if a == nil || a.app.State != Running {
