@@ -212,7 +212,7 @@ nokill_page="$out/capture/jobs.html" nokill_what="/jobs/ captured from the Spark
 kill_page="$out/capture/jobs-kill.html" kill_what="/jobs/ captured from the same driver with $running_jobs jobs running"
 [ -s "$kill_page" ] || { kill_page=proxy/testdata/spark-3.5.9-jobs-kill20.html kill_what="proxy/testdata/spark-3.5.9-jobs-kill20.html (a real 3.5.9 driver, 20 jobs running)"; }
 note "static page (no kill control)" "$nokill_what, $(wc -c <"$nokill_page") bytes, $(kills "$nokill_page") kill controls; served at /jobs/"
-note "static page (kill controls)" "$kill_what, $(wc -c <"$kill_page") bytes, $(kills "$kill_page") kill controls; served at /running/jobs/"
+note "static page (kill controls)" "$kill_what, $(wc -c <"$kill_page") bytes, $(kills "$kill_page") kill controls; served at /running/jobs/ as a driver's Jetty sends a page longer than its 32 KiB buffer (chunked, a buffer at a time), and at /running/jobs/length/ with its length"
 note "static REST JSON" "one job of /api/v1/applications/<id>/jobs/0, 200 bytes (bench/cmd/sparkstatic)"
 
 start_bg sparkstatic "$B/sparkstatic" -dir "$out/capture" -jobs-html "$nokill_page" -kill-html "$kill_page" -id "$static_id"
@@ -386,6 +386,7 @@ sbs_url() {
   case "$2" in
   html) path="/jobs/" ;;
   kill) path="/running/jobs/" ;;
+  killlen) path="/running/jobs/length/" ;;
   json) path="/api/v1/applications/$static_id/jobs/0" ;;
   esac
   if [ "$1" = sg ] && [ "$2" != json ]; then path="/app/$static_id$path"; fi
@@ -398,7 +399,7 @@ sbs_hdr() { # sbs_hdr THROUGH : the Cookie header its session needs, one word pe
   esac
 }
 for round in $(seq "$rounds"); do
-  for payload in html kill json; do
+  for payload in html kill killlen json; do
     for through in direct nginx bare o2p sg; do
       u="$(sbs_url "$through" "$payload")"
       [ -n "$u" ] || continue

@@ -8,8 +8,10 @@
 // environment.json and jobs.json (see scripts/bench.sh). A missing JSON file
 // is synthesised from -id; a missing jobs.html is an error. -kill-html
 // names a second page (a running app's jobs page, with kill controls),
-// served at /running/jobs/; a small REST answer (one job, about 200 bytes)
-// is served at /api/v1/applications/<id>/jobs/0.
+// served at /running/jobs/ and, always with its length, at
+// /running/jobs/length/; a small REST answer (one job, about 200 bytes)
+// is served at /api/v1/applications/<id>/jobs/0. Pages go out as a
+// driver's Jetty sends them (writeAsJetty).
 package main
 
 import (
@@ -40,7 +42,7 @@ func run(args []string) error {
 	dir := fs.String("dir", "", "capture `directory` (jobs.html, applications.json, environment.json, jobs.json)")
 	jobsHTML := fs.String("jobs-html", "", "jobs page `file` when the capture has none")
 	id := fs.String("id", "", "app id to serve under; the captured id is replaced by it everywhere")
-	killHTML := fs.String("kill-html", "", "`file` served at /running/jobs/ (a jobs page with kill controls)")
+	killHTML := fs.String("kill-html", "", "`file` served at /running/jobs/ and /running/jobs/length/ (a jobs page with kill controls)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -166,7 +168,7 @@ func (s *site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		body = s.ajob
 	case api + "/jobs/0":
 		body = s.small
-	case "/running/jobs/":
+	case "/running/jobs/", "/running/jobs/length/":
 		if s.kill == nil {
 			http.NotFound(w, r)
 			return
@@ -180,9 +182,33 @@ func (s *site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.Get("Content-Type") == "" {
 		h.Set("Content-Type", "application/json")
 	}
-	h.Set("Content-Length", fmt.Sprint(len(body)))
 	if r.Method == http.MethodHead {
+		h.Set("Content-Length", fmt.Sprint(len(body)))
 		return
 	}
-	_, _ = w.Write(body)
+	writeAsJetty(w, body, r.URL.Path == "/running/jobs/length/")
+}
+
+// jettyBuffer is the size of Jetty's output buffer in a Spark driver.
+const jettyBuffer = 32 << 10
+
+// writeAsJetty sends body as a Spark driver's Jetty does: a page that fits
+// its output buffer with its length, a longer one chunked, a buffer at a
+// time (seen on real 3.5.9 drivers: their 88 KB jobs page and 129 KB
+// environment page come chunked). withLength sends any page with its
+// length, as the benchmarks did before they served pages as Jetty does.
+func writeAsJetty(w http.ResponseWriter, body []byte, withLength bool) {
+	if withLength || len(body) <= jettyBuffer {
+		w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+		_, _ = w.Write(body)
+		return
+	}
+	for p := body; len(p) > 0; {
+		n := min(len(p), jettyBuffer)
+		if _, err := w.Write(p[:n]); err != nil {
+			return
+		}
+		w.(http.Flusher).Flush()
+		p = p[n:]
+	}
 }
