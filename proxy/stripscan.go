@@ -342,13 +342,14 @@ func (f *fastStripper) scan() (res scanResult) {
 			}
 			switch c := b[lt+1]; {
 			case isASCIILetter(c):
-				end, nameEnd, ok := scanTag(b, lt+1)
+				nameEnd := tagNameEnd(b, lt+1)
+				candidate, rc := classifyTag(b[lt+1 : nameEnd])
+				end, may, ok := scanAttrs(b, nameEnd, candidate && f.st.skip == "")
 				if !ok {
 					return f.tagWait(lt)
 				}
-				candidate, rc := classifyTag(b[lt+1 : nameEnd])
 				res := scanWait
-				if f.st.skip != "" || candidate && attrsMayBeKill(b[lt:end]) {
+				if f.st.skip != "" || may {
 					if res = f.judge(b, lt, end, false); res == scanHandOff || f.pos == lt {
 						return res
 					}
@@ -588,76 +589,6 @@ func classifyTag(name []byte) (candidate bool, rawText string) {
 	return false, ""
 }
 
-// attrsMayBeKill is mayBeKill on the values of the attributes judgeControl
-// reads (class, href, xlink:href, content, action, formaction) of the
-// complete tag raw, read as scanTag reads it: Spark's long onclick and
-// style values are not searched.
-func attrsMayBeKill(raw []byte) bool {
-	p := 1
-	for p < len(raw) && tagClass[raw[p]]&(tcSpace|tcSlash|tcGT) == 0 {
-		p++
-	}
-	for p < len(raw) {
-		for p < len(raw) && tagClass[raw[p]] == tcSpace {
-			p++
-		}
-		if p >= len(raw) || raw[p] == '>' {
-			return false
-		}
-		ks := p
-		if raw[p] == '=' {
-			p++
-		}
-		for p < len(raw) && tagClass[raw[p]] == 0 {
-			p++
-		}
-		key := raw[ks:p]
-		for p < len(raw) && tagClass[raw[p]] == tcSpace {
-			p++
-		}
-		if p >= len(raw) {
-			return false
-		}
-		switch raw[p] {
-		case '/':
-			p++
-			continue
-		case '=':
-			p++
-		default:
-			continue
-		}
-		for p < len(raw) && tagClass[raw[p]] == tcSpace {
-			p++
-		}
-		if p >= len(raw) {
-			return false
-		}
-		var val []byte
-		switch q := raw[p]; q {
-		case '>':
-		case '"', '\'':
-			i := bytes.IndexByte(raw[p+1:], q)
-			if i < 0 {
-				return true // not a tag scanTag accepted; judge it
-			}
-			val = raw[p+1 : p+1+i]
-			p += i + 2
-		default:
-			vs := p
-			p++
-			for p < len(raw) && tagClass[raw[p]]&(tcSpace|tcGT) == 0 {
-				p++
-			}
-			val = raw[vs:p]
-		}
-		if isJudgedAttr(key) && mayBeKill(val) {
-			return true
-		}
-	}
-	return false
-}
-
 // isJudgedAttr reports whether judgeControl reads the attribute key (any
 // ASCII case, as the tokenizer lower-cases keys).
 func isJudgedAttr(key []byte) bool {
@@ -696,15 +627,31 @@ var tagClass = func() (t [256]uint8) {
 // its name's first byte at p: it returns the index after its '>' and the
 // end of its name, or ok false if b ends first.
 func scanTag(b []byte, p int) (end, nameEnd int, ok bool) {
-	// Tag name: up to white space, '/' or '>'.
+	nameEnd = tagNameEnd(b, p)
+	end, _, ok = scanAttrs(b, nameEnd, false)
+	return end, nameEnd, ok
+}
+
+// tagNameEnd returns the end of the tag name whose first byte is at p: the
+// first white space, '/' or '>' after it, or len(b).
+func tagNameEnd(b []byte, p int) int {
 	p++
 	for p < len(b) && tagClass[b[p]]&(tcSpace|tcSlash|tcGT) == 0 {
 		p++
 	}
+	return p
+}
+
+// scanAttrs reads a tag's attributes from the end of its name at p, as
+// readTag does: it returns the index after the tag's '>', or ok false if
+// b ends first. With judge, may says whether mayBeKill holds for the
+// value of an attribute judgeControl reads (class, href, xlink:href,
+// content, action, formaction): Spark's long onclick and style values are
+// not searched.
+func scanAttrs(b []byte, p int, judge bool) (end int, may, ok bool) {
 	if p >= len(b) {
-		return 0, 0, false
+		return 0, false, false
 	}
-	nameEnd = p
 	if tagClass[b[p]] == tcSpace {
 		p++
 	}
@@ -713,24 +660,26 @@ func scanTag(b []byte, p int) (end, nameEnd int, ok bool) {
 			p++
 		}
 		if p >= len(b) {
-			return 0, 0, false
+			return 0, false, false
 		}
 		if b[p] == '>' {
-			return p + 1, nameEnd, true
+			return p + 1, may, true
 		}
 		// Attribute key: a leading '=' is part of it.
+		ks := p
 		if b[p] == '=' {
 			p++
 		}
 		for p < len(b) && tagClass[b[p]] == 0 {
 			p++
 		}
+		ke := p
 		// Attribute value.
 		for p < len(b) && tagClass[b[p]] == tcSpace {
 			p++
 		}
 		if p >= len(b) {
-			return 0, 0, false
+			return 0, false, false
 		}
 		switch b[p] {
 		case '/':
@@ -745,27 +694,35 @@ func scanTag(b []byte, p int) (end, nameEnd int, ok bool) {
 			p++
 		}
 		if p >= len(b) {
-			return 0, 0, false
+			return 0, false, false
 		}
+		vs := p
 		switch q := b[p]; q {
 		case '>':
+			continue
 		case '"', '\'':
 			i := bytes.IndexByte(b[p+1:], q)
 			if i < 0 {
-				return 0, 0, false
+				return 0, false, false
 			}
-			p += i + 2
-		default:
+			vs, p = p+1, p+i+2
+			if judge && !may && isJudgedAttr(b[ks:ke]) {
+				may = mayBeKill(b[vs : p-1])
+			}
+			continue
+		}
+		p++
+		for p < len(b) && tagClass[b[p]]&(tcSpace|tcGT) == 0 {
 			p++
-			for p < len(b) && tagClass[b[p]]&(tcSpace|tcGT) == 0 {
-				p++
-			}
-			if p >= len(b) {
-				return 0, 0, false
-			}
-			if tagClass[b[p]] == tcSpace {
-				p++
-			}
+		}
+		if p >= len(b) {
+			return 0, false, false
+		}
+		if judge && !may && isJudgedAttr(b[ks:ke]) {
+			may = mayBeKill(b[vs:p])
+		}
+		if tagClass[b[p]] == tcSpace {
+			p++
 		}
 	}
 }
