@@ -241,3 +241,27 @@ func TestStripperKillDisguises(t *testing.T) {
 		t.Errorf("strip(%q) = %q; want it unchanged", in, out)
 	}
 }
+
+// FuzzKillURL holds isKillURL's one-pass judging to its definition: the
+// path before '?' or '#', split at '/' and '\', each segment
+// percent-decoded once and judged by isKillSegmentBytes.
+func FuzzKillURL(f *testing.F) {
+	for _, s := range []string{"/app/local-1/jobs/job/kill/?id=1", "/x/KILL.", `\kill`, "/ki%6Cl/", "/k%C4%B1ll", "/resume#kill", "/hold?x", "kill", "/%", "/a%2Fkill"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, u string) {
+		want := false
+		path, _, _ := strings.Cut(u, "?")
+		path, _, _ = strings.Cut(path, "#")
+		for _, seg := range strings.FieldsFunc(path, func(r rune) bool { return r == '/' || r == '\\' }) {
+			b := []byte(seg)
+			if strings.Contains(seg, "%") {
+				b = appendPercentDecodedLoose(nil, b)
+			}
+			want = want || isKillSegmentBytes(b)
+		}
+		if got := isKillURL([]byte(u)); got != want {
+			t.Fatalf("isKillURL(%q) = %v, want %v", u, got, want)
+		}
+	})
+}

@@ -314,14 +314,29 @@ func isKillURL(u []byte) bool {
 		u = u[:i]
 	}
 	var dec [64]byte
-	for len(u) > 0 {
-		i := indexEither(u, '/', '\\')
-		seg := u
-		if i >= 0 {
-			seg, u = u[:i], u[i+1:]
-		} else {
-			u = nil
+	// One pass over the path: a segment of ASCII without '%', the most
+	// common, is judged where it lies.
+	start, plain := 0, true
+	for i := 0; i <= len(u); i++ {
+		if i < len(u) {
+			switch c := u[i]; {
+			case c == '/' || c == '\\':
+			case c == '%' || c >= utf8.RuneSelf:
+				plain = false
+				continue
+			default:
+				continue
+			}
 		}
+		seg := u[start:i]
+		start = i + 1
+		if plain {
+			if isKillWordASCII(trimASCIIDotsSpaces(seg)) {
+				return true
+			}
+			continue
+		}
+		plain = true
 		if bytes.IndexByte(seg, '%') >= 0 {
 			seg = appendPercentDecodedLoose(dec[:0], seg)
 		}
