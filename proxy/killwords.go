@@ -94,13 +94,30 @@ func isKillFolded(folded string) bool {
 // isKillWordASCII reports whether s equals a word of killWords in any
 // ASCII case.
 func isKillWordASCII[S string | []byte](s S) bool {
-	for _, w := range killWords {
+	if len(s) >= len(killWordsByLen) {
+		return false
+	}
+	for _, w := range killWordsByLen[len(s)] {
 		if asciiEqualFold(s, w) {
 			return true
 		}
 	}
 	return false
 }
+
+// killWordsByLen are the words of killWords by length: most path
+// segments are no word's length.
+var killWordsByLen = func() [][]string {
+	n := 0
+	for _, w := range killWords {
+		n = max(n, len(w))
+	}
+	t := make([][]string, n+1)
+	for _, w := range killWords {
+		t[len(w)] = append(t[len(w)], w)
+	}
+	return t
+}()
 
 // trimASCIIDotsSpaces trims ASCII dots and white space from both ends.
 func trimASCIIDotsSpaces[S string | []byte](s S) S {
