@@ -345,9 +345,12 @@ if [ "$have_oidc" = 1 ]; then
   o2p_pid="$last_pid"
   wait_http "http://127.0.0.1:$o2p_port/ping" 30
 
+  # As deploy/ runs it: JSON logs (the console format, for people at a
+  # terminal, costs some more CPU per request).
   cat >"$out/conf/sparkgate-oidc.yaml" <<EOF
 listen: 127.0.0.1:$sgo_port
 metrics_listen: 127.0.0.1:$sgo_metrics_port
+log: {format: json}
 auth:
   mode: oidc
   oidc: {issuer: "$issuer", client_id: sparkgate}
