@@ -13,7 +13,7 @@
 #
 # Environment: BENCH_DURATION (wrk run, default 5s), BENCH_THREADS (2),
 # BENCH_CONNECTIONS (50), BENCH_ROUNDS (rounds of the side-by-side table,
-# 3), BENCH_RUNNING_JOBS (running jobs on the driver's kill page, 20),
+# 5), BENCH_RUNNING_JOBS (running jobs on the driver's kill page, 20),
 # BENCH_SPARK (Spark version under .cache/spark, default 3.5.9), BENCH_GO
 # (1 runs the Go benchmarks, default 1), BENCH_SCALE (1 runs the scale
 # program, default 1), BENCH_USERS (distinct sessions of the many-users
@@ -25,7 +25,7 @@ cd "$root"
 duration="${BENCH_DURATION:-5s}"
 threads="${BENCH_THREADS:-2}"
 conns="${BENCH_CONNECTIONS:-50}"
-rounds="${BENCH_ROUNDS:-3}"
+rounds="${BENCH_ROUNDS:-5}"
 running_jobs="${BENCH_RUNNING_JOBS:-20}"
 users="${BENCH_USERS:-1000}"
 users_duration="${BENCH_USERS_DURATION:-60s}"

@@ -36,8 +36,11 @@ func run(args []string, out io.Writer) error {
 
 // inputs is everything the report is made from.
 type inputs struct {
-	meta    [][2]string
-	wrk     map[string]wrkRun
+	meta [][2]string
+	wrk  map[string]wrkRun
+	// rounds are a side-by-side scenario's runs, round by round (its
+	// files name.r1.txt, name.r2.txt, ...); wrk holds its median round.
+	rounds  map[string][]wrkRun
 	urls    map[string]string
 	wrkErrs map[string]string
 	bench   []goBench
@@ -48,7 +51,7 @@ type inputs struct {
 }
 
 func load(dir string) (inputs, error) {
-	in := inputs{wrk: map[string]wrkRun{}, urls: map[string]string{}, wrkErrs: map[string]string{}}
+	in := inputs{wrk: map[string]wrkRun{}, rounds: map[string][]wrkRun{}, urls: map[string]string{}, wrkErrs: map[string]string{}}
 	if b, err := os.ReadFile(filepath.Join(dir, "meta.tsv")); err == nil { //nolint:gosec // dir is this tool's own -dir flag
 		for _, line := range strings.Split(string(b), "\n") {
 			if k, v, ok := strings.Cut(line, "\t"); ok {
@@ -72,6 +75,7 @@ func load(dir string) (inputs, error) {
 			continue
 		}
 		in.wrk[s.name] = w
+		in.rounds[s.name] = loadRounds(dir, s.name)
 	}
 	for _, name := range []string{"users.md", "scale.md"} {
 		if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil && len(b) > 0 { //nolint:gosec // dir is this tool's own -dir flag; name is fixed
@@ -93,4 +97,21 @@ func load(dir string) (inputs, error) {
 		}
 	}
 	return in, nil
+}
+
+// loadRounds reads the runs of name round by round, up to the first round
+// missing or unreadable.
+func loadRounds(dir, name string) []wrkRun {
+	var out []wrkRun
+	for r := 1; ; r++ {
+		b, err := os.ReadFile(filepath.Join(dir, "wrk", fmt.Sprintf("%s.r%d.txt", name, r))) //nolint:gosec // dir is this tool's own -dir flag; name is a fixed scenario
+		if err != nil {
+			return out
+		}
+		w, err := parseWrk(strings.NewReader(string(b)))
+		if err != nil {
+			return out
+		}
+		out = append(out, w)
+	}
 }

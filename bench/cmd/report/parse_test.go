@@ -86,3 +86,24 @@ BenchmarkAuthenticateSession     	 1000000	      1043 ns/op	     320 B/op	      
 		t.Errorf("parseGoBench() (-want +got):\n%s", d)
 	}
 }
+
+func TestRoundRatios(t *testing.T) {
+	a := []wrkRun{{ReqPerSec: 90, P99: 12}, {ReqPerSec: 60, P99: 20}, {ReqPerSec: 80, P99: 10}}
+	b := []wrkRun{{ReqPerSec: 100, P99: 10}, {ReqPerSec: 50, P99: 16}, {ReqPerSec: 100, P99: 10}}
+	rps, p99 := roundRatios(a, b)
+	if d := cmp.Diff([]float64{0.9, 1.2, 0.8}, rps); d != "" {
+		t.Errorf("req/s ratios (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]float64{1.2, 1.25, 1}, p99); d != "" {
+		t.Errorf("p99 ratios (-want +got):\n%s", d)
+	}
+	if got, want := formatRatios(rps), "**0.90** (0.90 1.20 0.80)"; got != want {
+		t.Errorf("formatRatios = %q, want %q", got, want)
+	}
+	if got, want := formatRatios([]float64{1, 2, 4, 3}), "**2.50** (1.00 2.00 4.00 3.00)"; got != want {
+		t.Errorf("formatRatios of four = %q, want %q", got, want)
+	}
+	if rps, _ := roundRatios(a[:1], b); rps != nil {
+		t.Errorf("one round: ratios %v, want none", rps)
+	}
+}

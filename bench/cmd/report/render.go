@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -140,15 +141,17 @@ func render(in inputs) string {
 		}
 		p("| %s | %s | %.0f | %.3f | %.3f | %d | %d | %d |\n", s.label, in.urls[s.name], w.ReqPerSec, w.P50, w.P99, w.Requests, w.Non2xx3xx, w.SockErrs)
 	}
-	p("\n### Ratios\n\n| comparison | req/s ratio | p99 ratio | p50 added ms |\n|---|---:|---:|---:|\n")
+	p("\n### Ratios\n\nThe first two ratios divide the rows above (each the median round of its own). Where both sides ran round by round, the last two columns pair them within each round, seconds apart, which the machine's drift between rounds does not move: the median of those ratios, then each round's.\n\n")
+	p("| comparison | req/s ratio | p99 ratio | p50 added ms | same-round req/s ratio: median (rounds) | same-round p99 ratio: median (rounds) |\n|---|---:|---:|---:|---:|---:|\n")
 	for _, c := range comparisons {
 		a, okA := in.wrk[c.a]
 		b, okB := in.wrk[c.b]
 		if !okA || !okB || b.ReqPerSec == 0 || b.P99 == 0 {
-			p("| %s | n/a | n/a | n/a |\n", c.label)
+			p("| %s | n/a | n/a | n/a | | |\n", c.label)
 			continue
 		}
-		p("| %s | %.2f | %.2f | %+.3f |\n", c.label, a.ReqPerSec/b.ReqPerSec, a.P99/b.P99, a.P50-b.P50)
+		rps, p99 := roundRatios(in.rounds[c.a], in.rounds[c.b])
+		p("| %s | %.2f | %.2f | %+.3f | %s | %s |\n", c.label, a.ReqPerSec/b.ReqPerSec, a.P99/b.P99, a.P50-b.P50, formatRatios(rps), formatRatios(p99))
 	}
 
 	for _, sec := range in.sections {
@@ -223,4 +226,39 @@ func formatFigure(f figure) string {
 		return fmt.Sprintf("%.0f", f.Value)
 	}
 	return fmt.Sprintf("%.1f %s", f.Value, f.Unit)
+}
+
+// roundRatios pairs the runs of a and b round by round: a's req/s and p99
+// over b's, for every round both ran (none if either has only one).
+func roundRatios(a, b []wrkRun) (rps, p99 []float64) {
+	n := min(len(a), len(b))
+	if n < 2 {
+		return nil, nil
+	}
+	for i := range n {
+		if b[i].ReqPerSec == 0 || b[i].P99 == 0 {
+			return nil, nil
+		}
+		rps = append(rps, a[i].ReqPerSec/b[i].ReqPerSec)
+		p99 = append(p99, a[i].P99/b[i].P99)
+	}
+	return rps, p99
+}
+
+// formatRatios shows ratios as their median and, in brackets, each.
+func formatRatios(r []float64) string {
+	if len(r) == 0 {
+		return ""
+	}
+	each := make([]string, len(r))
+	for i, v := range r {
+		each[i] = fmt.Sprintf("%.2f", v)
+	}
+	s := slices.Clone(r)
+	slices.Sort(s)
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return fmt.Sprintf("**%.2f** (%s)", med, strings.Join(each, " "))
 }
