@@ -235,12 +235,13 @@ func roundRatios(a, b []wrkRun) (rps, p99 []float64) {
 	if n < 2 {
 		return nil, nil
 	}
-	for i := range n {
-		if b[i].ReqPerSec == 0 || b[i].P99 == 0 {
+	for i, y := range b[:n] {
+		x := a[i]
+		if y.ReqPerSec == 0 || y.P99 == 0 {
 			return nil, nil
 		}
-		rps = append(rps, a[i].ReqPerSec/b[i].ReqPerSec)
-		p99 = append(p99, a[i].P99/b[i].P99)
+		rps = append(rps, x.ReqPerSec/y.ReqPerSec)
+		p99 = append(p99, x.P99/y.P99)
 	}
 	return rps, p99
 }
