@@ -113,7 +113,7 @@ func readAhead(ctx context.Context, resp *http.Response, held int64) error {
 	// From here on the producer alone reads and closes the source; the
 	// reverse proxy closes resp.Body, now a, even when this fails.
 	resp.Body = a
-	go a.produce()
+	startProduce(a)
 	t := time.NewTimer(wholePageWait)
 	select {
 	case <-a.decided:
@@ -140,6 +140,41 @@ func readAhead(ctx context.Context, resp *http.Response, held int64) error {
 	resp.ContentLength = -1
 	resp.Header.Del("Content-Length")
 	return nil
+}
+
+// produce runs on a read-ahead worker that has run one before, when one
+// is idle, rather than on a new goroutine per page: the stripper needs a
+// deeper stack than a goroutine starts with, and growing it (a copy) cost
+// as much as the rest of reading ahead (a profile of
+// BenchmarkServeAppHTML/kill20-chunked). A worker idle for aheadIdle
+// exits, so there are as many as pages were read ahead at once, lately.
+var aheadJobs = make(chan *aheadBody)
+
+const aheadIdle = 10 * time.Second
+
+// startProduce has an idle worker, or a new one, run a.produce.
+func startProduce(a *aheadBody) {
+	select {
+	case aheadJobs <- a:
+	default:
+		go aheadWorker(a)
+	}
+}
+
+// aheadWorker runs a.produce, then the pages it is handed, until it has
+// been idle for aheadIdle.
+func aheadWorker(a *aheadBody) {
+	idle := time.NewTimer(aheadIdle)
+	defer idle.Stop()
+	for {
+		a.produce()
+		idle.Reset(aheadIdle)
+		select {
+		case a = <-aheadJobs:
+		case <-idle.C:
+			return
+		}
+	}
 }
 
 // aheadBody is a page being read ahead by produce and read on by the
