@@ -62,6 +62,16 @@ func rawGet(t *testing.T, h *harness, path string) (http.Header, *bufio.Reader, 
 	}
 }
 
+// readChunks reads a chunked body to its last chunk, chunk by chunk.
+func readChunks(t *testing.T, br *bufio.Reader) []string {
+	t.Helper()
+	var out []string
+	for c := readChunk(t, br); c != ""; c = readChunk(t, br) {
+		out = append(out, c)
+	}
+	return out
+}
+
 // readChunk reads one chunk of a chunked body; "" at the last chunk.
 func readChunk(t *testing.T, br *bufio.Reader) string {
 	t.Helper()
@@ -107,9 +117,7 @@ func TestStrippedPageNotFlushedPerRead(t *testing.T) {
 	want := parts[0] + "<p>second part</p>\n" + parts[2]
 	var pieces []string
 	if hdr.Get("Transfer-Encoding") == "chunked" {
-		for c := readChunk(t, br); c != ""; c = readChunk(t, br) {
-			pieces = append(pieces, c)
-		}
+		pieces = readChunks(t, br)
 	} else {
 		// Small enough for net/http to send with a length of its own.
 		b, err := io.ReadAll(br)

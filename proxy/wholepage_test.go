@@ -109,12 +109,9 @@ func TestLongStreamStreams(t *testing.T) {
 	if hdr.Get("Transfer-Encoding") != "chunked" {
 		t.Fatalf("Transfer-Encoding %q; want chunked", hdr.Get("Transfer-Encoding"))
 	}
-	var got strings.Builder
-	for c := readChunk(t, br); c != ""; c = readChunk(t, br) {
-		got.WriteString(c)
-	}
-	if withoutBar(got.String()) != page.String() {
-		t.Errorf("body of %d bytes; want the page's %d", got.Len(), page.Len())
+	got := strings.Join(readChunks(t, br), "")
+	if withoutBar(got) != page.String() {
+		t.Errorf("body of %d bytes; want the page's %d", len(got), page.Len())
 	}
 }
 
@@ -164,12 +161,9 @@ func TestLongPageStreams(t *testing.T) {
 	if hdr.Get("Transfer-Encoding") != "chunked" || hdr.Get("Content-Length") != "" {
 		t.Fatalf("Transfer-Encoding %q, Content-Length %q; want chunked, none", hdr.Get("Transfer-Encoding"), hdr.Get("Content-Length"))
 	}
-	var got strings.Builder
-	for c := readChunk(t, br); c != ""; c = readChunk(t, br) {
-		got.WriteString(c)
-	}
-	if want := stripped(t, page); withoutBar(got.String()) != want {
-		t.Errorf("body of %d bytes differs from the stripper's output (%d)", got.Len(), len(want))
+	got := strings.Join(readChunks(t, br), "")
+	if want := stripped(t, page); withoutBar(got) != want {
+		t.Errorf("body of %d bytes differs from the stripper's output (%d)", len(got), len(want))
 	}
 }
 
@@ -280,11 +274,8 @@ func TestPageBudget(t *testing.T) {
 	if hdr.Get("Transfer-Encoding") != "chunked" {
 		t.Fatalf("budget spent: Transfer-Encoding %q; want chunked (streamed)", hdr.Get("Transfer-Encoding"))
 	}
-	var got strings.Builder
-	for c := readChunk(t, br); c != ""; c = readChunk(t, br) {
-		got.WriteString(c)
-	}
-	if withoutBar(got.String()) != stripped(t, page) {
+	got := strings.Join(readChunks(t, br), "")
+	if withoutBar(got) != stripped(t, page) {
 		t.Errorf("budget spent: body differs from the stripper's output")
 	}
 }
