@@ -14,6 +14,8 @@
 # Environment: BENCH_DURATION (wrk run, default 5s), BENCH_THREADS (2),
 # BENCH_CONNECTIONS (50), BENCH_ROUNDS (rounds of the side-by-side table,
 # 5), BENCH_RUNNING_JOBS (running jobs on the driver's kill page, 20),
+# BENCH_FIT_JOBS (running jobs on the driver's kill page that fits Jetty's
+# 32 KiB buffer and so comes with its length, 4),
 # BENCH_SPARK (Spark version under .cache/spark, default 3.5.9), BENCH_GO
 # (1 runs the Go benchmarks, default 1), BENCH_SCALE (1 runs the scale
 # program, default 1), BENCH_USERS (distinct sessions of the many-users
@@ -27,6 +29,7 @@ threads="${BENCH_THREADS:-2}"
 conns="${BENCH_CONNECTIONS:-50}"
 rounds="${BENCH_ROUNDS:-5}"
 running_jobs="${BENCH_RUNNING_JOBS:-20}"
+fit_jobs="${BENCH_FIT_JOBS:-4}"
 users="${BENCH_USERS:-1000}"
 users_duration="${BENCH_USERS_DURATION:-60s}"
 run_scale="${BENCH_SCALE:-1}"
@@ -193,29 +196,45 @@ if [ "$have_spark" = 1 ] && wait_log "$out/logs/driver.log" 'BENCH ready' 120 "$
   log "driver $driver_id at $driver_url"
   c="$out/capture"
   # A loaded machine can make a cold driver slow: retry, and name what failed.
-  get() { curl -sSf --retry 3 --retry-all-errors --max-time 20 -o "$c/$1" "$driver_url$2" 2>>"$out/logs/capture.log" || { log "capture of $2 failed"; return 1; }; }
+  get() { curl -sSf --retry 3 --retry-all-errors --max-time 20 -D "$c/$1.headers" -o "$c/$1" "$driver_url$2" 2>>"$out/logs/capture.log" || { log "capture of $2 failed"; return 1; }; }
   get jobs.html /jobs/ &&
     get applications.json /api/v1/applications &&
     get environment.json "/api/v1/applications/$driver_id/environment" &&
     get jobs.json "/api/v1/applications/$driver_id/jobs" ||
     { log "capture from the driver failed; the static upstream serves proxy/testdata"; rm -f "$c"/*; }
-  # The same driver with jobs running: its jobs page holds a kill control per job.
-  touch "$run_file"
-  if wait_log "$out/logs/driver.log" 'BENCH running' 60 "$driver_pid"; then
+  # The same driver with jobs running: its jobs page holds a kill control
+  # per job. With a few, the page fits Jetty's buffer and comes with its
+  # length; with many, chunked.
+  echo "$fit_jobs" >"$run_file"
+  if wait_log "$out/logs/driver.log" "BENCH running jobs=$fit_jobs\$" 60 "$driver_pid"; then
+    get jobs-kill-fit.html /jobs/ || rm -f "$c/jobs-kill-fit.html"
+  fi
+  echo "$running_jobs" >"$run_file"
+  if wait_log "$out/logs/driver.log" "BENCH running jobs=$running_jobs\$" 60 "$driver_pid"; then
     get jobs-kill.html /jobs/ || rm -f "$c/jobs-kill.html"
   fi
 fi
 # kills FILE : the kill controls in a Spark page (kill anchors and forms)
 kills() { grep -oE '(href|action)="[^"]*/kill/' "$1" | wc -l; }
+# sent_as FILE : how the driver sent a captured page (its Content-Length or chunked)
+sent_as() {
+  [ -s "$1.headers" ] || return 0
+  local h
+  h="$(grep -iE '^(content-length|transfer-encoding):' "$1.headers" | tr -d '\r' | paste -sd' ')"
+  printf '; the driver sent it with %s' "${h:-neither length nor chunks}"
+}
 nokill_page="$out/capture/jobs.html" nokill_what="/jobs/ captured from the Spark $spark_version driver of this run, its jobs finished"
 [ -s "$nokill_page" ] || { nokill_page=proxy/testdata/spark-3.5.9-stage1.html nokill_what="proxy/testdata/spark-3.5.9-stage1.html"; }
 kill_page="$out/capture/jobs-kill.html" kill_what="/jobs/ captured from the same driver with $running_jobs jobs running"
 [ -s "$kill_page" ] || { kill_page=proxy/testdata/spark-3.5.9-jobs-kill20.html kill_what="proxy/testdata/spark-3.5.9-jobs-kill20.html (a real 3.5.9 driver, 20 jobs running)"; }
 note "static page (no kill control)" "$nokill_what, $(wc -c <"$nokill_page") bytes, $(kills "$nokill_page") kill controls; served at /jobs/"
-note "static page (kill controls)" "$kill_what, $(wc -c <"$kill_page") bytes, $(kills "$kill_page") kill controls; served at /running/jobs/ as a driver's Jetty sends a page longer than its 32 KiB buffer (chunked, a buffer at a time), and at /running/jobs/length/ with its length"
+note "static page (kill controls)" "$kill_what, $(wc -c <"$kill_page") bytes, $(kills "$kill_page") kill controls$(sent_as "$kill_page"); served at /running/jobs/ as a driver's Jetty sends a page longer than its 32 KiB buffer (chunked, a buffer at a time), and at /running/jobs/length/ with its length (which Spark never sends for a page that long)"
+fit_page="$out/capture/jobs-kill-fit.html" fit_what="/jobs/ captured from the same driver with $fit_jobs jobs running"
+[ -s "$fit_page" ] || { fit_page=proxy/testdata/spark-3.5.9-jobs.html fit_what="proxy/testdata/spark-3.5.9-jobs.html (a real 3.5.9 driver, 1 job running)"; }
+note "static page (kill controls, fits)" "$fit_what, $(wc -c <"$fit_page") bytes, $(kills "$fit_page") kill controls$(sent_as "$fit_page"); served at /running/fit/jobs/ as Jetty sends a page that fits its buffer: with its length"
 note "static REST JSON" "one job of /api/v1/applications/<id>/jobs/0, 200 bytes (bench/cmd/sparkstatic)"
 
-start_bg sparkstatic "$B/sparkstatic" -dir "$out/capture" -jobs-html "$nokill_page" -kill-html "$kill_page" -id "$static_id"
+start_bg sparkstatic "$B/sparkstatic" -dir "$out/capture" -jobs-html "$nokill_page" -kill-html "$kill_page" -kill-fit-html "$fit_page" -id "$static_id"
 static_pid="$last_pid"
 wait_log "$out/logs/sparkstatic.log" 'url=' 10 "$static_pid"
 static_url="$(sed -n 's/.*url=//p' "$out/logs/sparkstatic.log")"
@@ -390,6 +409,7 @@ sbs_url() {
   html) path="/jobs/" ;;
   kill) path="/running/jobs/" ;;
   killlen) path="/running/jobs/length/" ;;
+  killfit) path="/running/fit/jobs/" ;;
   json) path="/api/v1/applications/$static_id/jobs/0" ;;
   esac
   if [ "$1" = sg ] && [ "$2" != json ]; then path="/app/$static_id$path"; fi
@@ -402,7 +422,7 @@ sbs_hdr() { # sbs_hdr THROUGH : the Cookie header its session needs, one word pe
   esac
 }
 for round in $(seq "$rounds"); do
-  for payload in html kill killlen json; do
+  for payload in html kill killfit killlen json; do
     for through in direct nginx bare o2p sg; do
       u="$(sbs_url "$through" "$payload")"
       [ -n "$u" ] || continue

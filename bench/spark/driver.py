@@ -1,9 +1,11 @@
 """A small PySpark driver for scripts/bench.sh: runs a few jobs, prints its
-UI URL and app id; when the run file appears, starts --running jobs whose
-tasks sleep (so that its jobs page lists them, each with a kill control)
-and prints "BENCH running"; then idles until the stop file appears or --max-seconds
-pass, so that its UI can be load-tested. Started with spark-submit and
-spark.ui.port=0 (any free port)."""
+UI URL and app id; when the run file appears, has as many jobs running as
+it says (--running when it is empty), jobs whose tasks sleep (so that its
+jobs page lists them, each with a kill control), and prints "BENCH running
+jobs=N"; a larger number written to the file later starts more. It idles
+until the stop file appears or --max-seconds pass, so that its UI can be
+load-tested. Started with spark-submit and spark.ui.port=0 (any free
+port)."""
 import argparse
 import os
 import sys
@@ -37,15 +39,25 @@ def sleeper(i):
         pass
 
 
+def wanted():
+    """How many jobs the run file asks for running: 0 until it exists."""
+    if not args.run_file or not os.path.exists(args.run_file):
+        return 0
+    with open(args.run_file) as f:
+        text = f.read().strip()
+    return int(text) if text else args.running
+
+
 deadline = time.time() + args.max_seconds
-started = False
+started = 0
 while time.time() < deadline and not os.path.exists(args.stop_file):
-    if not started and args.running and args.run_file and os.path.exists(args.run_file):
-        started = True
-        for i in range(args.running):
+    want = wanted()
+    if want > started:
+        for i in range(started, want):
             threading.Thread(target=sleeper, args=(i,), daemon=True).start()
+        started = want
         time.sleep(3)
-        print("BENCH running jobs=%d" % args.running, flush=True)
+        print("BENCH running jobs=%d" % started, flush=True)
     time.sleep(0.5)
 spark.stop()
 print("BENCH stopped", flush=True)

@@ -9,7 +9,8 @@
 // is synthesised from -id; a missing jobs.html is an error. -kill-html
 // names a second page (a running app's jobs page, with kill controls),
 // served at /running/jobs/ and, always with its length, at
-// /running/jobs/length/; a small REST answer (one job, about 200 bytes)
+// /running/jobs/length/; -kill-fit-html names one that fits Jetty's
+// buffer (fewer jobs running), served at /running/fit/jobs/; a small REST answer (one job, about 200 bytes)
 // is served at /api/v1/applications/<id>/jobs/0. Pages go out as a
 // driver's Jetty sends them (writeAsJetty).
 package main
@@ -43,6 +44,7 @@ func run(args []string) error {
 	jobsHTML := fs.String("jobs-html", "", "jobs page `file` when the capture has none")
 	id := fs.String("id", "", "app id to serve under; the captured id is replaced by it everywhere")
 	killHTML := fs.String("kill-html", "", "`file` served at /running/jobs/ and /running/jobs/length/ (a jobs page with kill controls)")
+	fitHTML := fs.String("kill-fit-html", "", "`file` served at /running/fit/jobs/ (a jobs page with kill controls that fits Jetty's buffer)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -54,12 +56,18 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	if *killHTML != "" {
-		b, err := os.ReadFile(*killHTML) //nolint:gosec // killHTML is this tool's own -kill-html flag
+	for _, p := range []struct {
+		file string
+		to   *[]byte
+	}{{*killHTML, &site.kill}, {*fitHTML, &site.fit}} {
+		if p.file == "" {
+			continue
+		}
+		b, err := os.ReadFile(p.file) //nolint:gosec // the file of this tool's own -kill-html or -kill-fit-html flag
 		if err != nil {
 			return fmt.Errorf("reading kill page: %w", err)
 		}
-		site.kill = b
+		*p.to = b
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -80,6 +88,7 @@ func run(args []string) error {
 type site struct {
 	id                          string
 	jobs, apps, env, ajob, kill []byte
+	fit                         []byte
 	small                       []byte
 }
 
@@ -168,13 +177,16 @@ func (s *site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		body = s.ajob
 	case api + "/jobs/0":
 		body = s.small
-	case "/running/jobs/", "/running/jobs/length/":
-		if s.kill == nil {
+	case "/running/jobs/", "/running/jobs/length/", "/running/fit/jobs/":
+		body = s.kill
+		if r.URL.Path == "/running/fit/jobs/" {
+			body = s.fit
+		}
+		if body == nil {
 			http.NotFound(w, r)
 			return
 		}
 		h.Set("Content-Type", "text/html;charset=utf-8")
-		body = s.kill
 	default:
 		http.NotFound(w, r)
 		return
