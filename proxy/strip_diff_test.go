@@ -316,7 +316,7 @@ func FuzzRawTag(f *testing.F) {
 		if len(b) < 3 || b[0] != '<' || !isASCIILetter(b[1]) {
 			return
 		}
-		end, _, ok := scanTag(b, 1)
+		end, ok := scanTag(b, 1)
 		if !ok {
 			return
 		}

@@ -377,7 +377,7 @@ func (f *fastStripper) scan() (res scanResult) {
 				case c2 == '>':
 					f.pos, f.ready = lt+3, lt+3
 				case isASCIILetter(c2):
-					end, _, ok := scanTag(b, lt+2)
+					end, ok := scanTag(b, lt+2)
 					if !ok {
 						return f.tagWait(lt)
 					}
@@ -624,12 +624,11 @@ var tagClass = func() (t [256]uint8) {
 }()
 
 // scanTag reads a start or end tag as the tokenizer's readTag does, from
-// its name's first byte at p: it returns the index after its '>' and the
-// end of its name, or ok false if b ends first.
-func scanTag(b []byte, p int) (end, nameEnd int, ok bool) {
-	nameEnd = tagNameEnd(b, p)
-	end, _, ok = scanAttrs(b, nameEnd, false)
-	return end, nameEnd, ok
+// its name's first byte at p: it returns the index after its '>', or ok
+// false if b ends first.
+func scanTag(b []byte, p int) (end int, ok bool) {
+	end, _, ok = scanAttrs(b, tagNameEnd(b, p), false)
+	return end, ok
 }
 
 // tagNameEnd returns the end of the tag name whose first byte is at p: the
