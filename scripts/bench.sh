@@ -204,14 +204,16 @@ if [ "$have_spark" = 1 ] && wait_log "$out/logs/driver.log" 'BENCH ready' 120 "$
     { log "capture from the driver failed; the static upstream serves proxy/testdata"; rm -f "$c"/*; }
   # The same driver with jobs running: its jobs page holds a kill control
   # per job. With a few, the page fits Jetty's buffer and comes with its
-  # length; with many, chunked.
+  # length; with many, chunked. The run file is replaced whole, so the
+  # driver never reads it empty.
+  want_jobs() { echo "$1" >"$run_file.tmp" && mv "$run_file.tmp" "$run_file"; }
   if [ "$fit_jobs" -lt "$running_jobs" ]; then
-    echo "$fit_jobs" >"$run_file"
+    want_jobs "$fit_jobs"
     if wait_log "$out/logs/driver.log" "BENCH running jobs=$fit_jobs\$" 60 "$driver_pid"; then
       get jobs-kill-fit.html /jobs/ || rm -f "$c/jobs-kill-fit.html"
     fi
   fi
-  echo "$running_jobs" >"$run_file"
+  want_jobs "$running_jobs"
   if wait_log "$out/logs/driver.log" "BENCH running jobs=$running_jobs\$" 60 "$driver_pid"; then
     get jobs-kill.html /jobs/ || rm -f "$c/jobs-kill.html"
   fi

@@ -10,9 +10,10 @@
 // names a second page (a running app's jobs page, with kill controls),
 // served at /running/jobs/ and, always with its length, at
 // /running/jobs/length/; -kill-fit-html names one that fits Jetty's
-// buffer (fewer jobs running), served at /running/fit/jobs/; a small REST answer (one job, about 200 bytes)
-// is served at /api/v1/applications/<id>/jobs/0. Pages go out as a
-// driver's Jetty sends them (writeAsJetty).
+// buffer (fewer jobs running), served at /running/fit/jobs/; a small REST
+// answer (one job, about 200 bytes) is served at
+// /api/v1/applications/<id>/jobs/0. Pages go out as a driver's Jetty
+// sends them (writeAsJetty).
 package main
 
 import (
@@ -86,10 +87,9 @@ func run(args []string) error {
 
 // site is the captured pages, ready to serve.
 type site struct {
-	id                          string
-	jobs, apps, env, ajob, kill []byte
-	fit                         []byte
-	small                       []byte
+	id                    string
+	jobs, apps, env, ajob []byte
+	kill, fit, small      []byte
 }
 
 // load reads the capture and renames its app id to id (when set).
