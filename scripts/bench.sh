@@ -112,9 +112,21 @@ rss() { # rss PID KEY NAME : VmHWM or VmRSS of PID into figures
   return 0
 }
 
+clk_tck="$(getconf CLK_TCK)"
+cpu_ticks() { # cpu_ticks PID... : their user and system clock ticks, summed
+  local p sum=0
+  for p in "$@"; do
+    # The fields after "pid (comm) ": utime and stime are the 12th and 13th.
+    sum=$((sum + $(awk '{sub(/^.*\) /, ""); print $12 + $13}' "/proc/$p/stat" 2>/dev/null || echo 0)))
+  done
+  echo "$sum"
+}
+
 # run_wrk NAME URL EXPECT [wrk args...] : a bounded warm-up, then the
 # measured run; EXPECT is the status one curl must get first, so that a
-# broken sign-in is not measured as a fast error page.
+# broken sign-in is not measured as a fast error page. With CPU_PIDS set
+# (the processes under test), their CPU time during the measured run is
+# appended as "# cpu_us N".
 run_wrk() {
   local name="$1" url="$2" expect="$3"
   shift 3
@@ -128,9 +140,18 @@ run_wrk() {
   fi
   wrk -t1 -c"$conns" -d1s "${hdr[@]}" "$url" >/dev/null 2>&1 || true
   log "$name: wrk -t$threads -c$conns -d$duration $url"
+  local cpu0=""
+  if [ -n "${CPU_PIDS:-}" ]; then
+    # shellcheck disable=SC2086 # a list of pids
+    cpu0="$(cpu_ticks $CPU_PIDS)"
+  fi
   {
     printf '# url %s\n' "$url"
     wrk -t"$threads" -c"$conns" -d"$duration" --timeout 5s --latency "${hdr[@]}" "$url" 2>&1 || true
+    if [ -n "$cpu0" ]; then
+      # shellcheck disable=SC2086
+      printf '# cpu_us %s\n' "$((($(cpu_ticks $CPU_PIDS) - cpu0) * 1000000 / clk_tck))"
+    fi
   } >"$out/wrk/$name.txt"
   grep -E 'Requests/sec|99%' "$out/wrk/$name.txt" | tr -s ' ' | paste -sd' ' | sed "s/^/bench:   /" >&2
 }
@@ -266,15 +287,15 @@ rss "$sg_pid" VmHWM rss.sparkgate.start.vmhwm
 
 # a. static upstream, direct vs through sparkgate
 run_wrk static-direct "$static_url/jobs/" 200
-run_wrk static-gateway "$sg/app/$static_id/jobs/" 200 "${H[@]}"
+CPU_PIDS="$sg_pid" run_wrk static-gateway "$sg/app/$static_id/jobs/" 200 "${H[@]}"
 # ... for a client that accepts gzip (proxy.compress, on by default)
 GZ=(-H "Accept-Encoding: gzip")
-run_wrk static-gateway-gzip "$sg/app/$static_id/jobs/" 200 "${H[@]}" "${GZ[@]}"
+CPU_PIDS="$sg_pid" run_wrk static-gateway-gzip "$sg/app/$static_id/jobs/" 200 "${H[@]}" "${GZ[@]}"
 size bytes.static-gateway.plain "$sg/app/$static_id/jobs/" "${H[@]}"
 size bytes.static-gateway.gzip "$sg/app/$static_id/jobs/" "${H[@]}" "${GZ[@]}"
 # ... and its REST JSON, which the stripper does not touch
 run_wrk static-api-direct "$static_url/api/v1/applications/$static_id/jobs" 200
-run_wrk static-api-gateway "$sg/api/v1/applications/$static_id/jobs" 200 "${H[@]}"
+CPU_PIDS="$sg_pid" run_wrk static-api-gateway "$sg/api/v1/applications/$static_id/jobs" 200 "${H[@]}"
 # b. real driver, direct vs through sparkgate
 if [ -n "$driver_id" ]; then
   # A cold JVM is slower than a warm one: warm the driver's pages (bounded)
@@ -283,22 +304,22 @@ if [ -n "$driver_id" ]; then
   wrk -t1 -c8 -d3s "$driver_url/jobs/" >/dev/null 2>&1 || true
   wrk -t1 -c8 -d2s "$driver_url/api/v1/applications/$driver_id/jobs" >/dev/null 2>&1 || true
   run_wrk driver-jobs-direct "$driver_url/jobs/" 200
-  run_wrk driver-jobs-gateway "$sg/app/$driver_id/jobs/" 200 "${H[@]}"
+  CPU_PIDS="$sg_pid" run_wrk driver-jobs-gateway "$sg/app/$driver_id/jobs/" 200 "${H[@]}"
   # Both compressing: Spark's Jetty for a client that accepts gzip, and
   # sparkgate for its client (it asks the driver for plain bytes).
   run_wrk driver-jobs-direct-gzip "$driver_url/jobs/" 200 "${GZ[@]}"
-  run_wrk driver-jobs-gateway-gzip "$sg/app/$driver_id/jobs/" 200 "${H[@]}" "${GZ[@]}"
+  CPU_PIDS="$sg_pid" run_wrk driver-jobs-gateway-gzip "$sg/app/$driver_id/jobs/" 200 "${H[@]}" "${GZ[@]}"
   size bytes.driver-jobs.direct.gzip "$driver_url/jobs/" "${GZ[@]}"
   size bytes.driver-jobs.gateway.gzip "$sg/app/$driver_id/jobs/" "${H[@]}" "${GZ[@]}"
   run_wrk driver-api-direct "$driver_url/api/v1/applications/$driver_id/jobs" 200
-  run_wrk driver-api-gateway "$sg/api/v1/applications/$driver_id/jobs" 200 "${H[@]}"
+  CPU_PIDS="$sg_pid" run_wrk driver-api-gateway "$sg/api/v1/applications/$driver_id/jobs" 200 "${H[@]}"
   touch "$stop_file" # the driver's JVM is not needed any more
 fi
 # c. authentication overhead: no session (a sign-in challenge), health
 code="$(curl -s -o /dev/null -w '%{http_code}' "$sg/app/$static_id/jobs/")"
-run_wrk auth-none "$sg/app/$static_id/jobs/" "$code"
+CPU_PIDS="$sg_pid" run_wrk auth-none "$sg/app/$static_id/jobs/" "$code"
 note "no-session answer" "HTTP $code"
-run_wrk healthz "$sg/_/healthz" 200
+CPU_PIDS="$sg_pid" run_wrk healthz "$sg/_/healthz" 200
 # e. memory under load
 rss "$sg_pid" VmHWM rss.sparkgate.end.vmhwm
 rss "$sg_pid" VmRSS rss.sparkgate.end.vmrss
@@ -312,7 +333,7 @@ bare_pid="$last_pid"
 wait_log "$out/logs/bareproxy.log" 'url=' 10 "$bare_pid"
 bare_url="$(sed -n 's/.*url=//p' "$out/logs/bareproxy.log")"
 
-nginx_url=""
+nginx_url="" nginx_pids=""
 ngx="$(command -v nginx || { [ -x /usr/sbin/nginx ] && echo /usr/sbin/nginx; } || true)"
 if [ -n "$ngx" ]; then
   mkdir -p "$out/nginx"
@@ -342,12 +363,15 @@ http {
 EOF
   start_bg nginx "$ngx" -p "$root/$out/nginx" -c "$root/$out/conf/nginx.conf"
   nginx_url="http://127.0.0.1:$ngx_port"
+  nginx_pid="$last_pid"
   wait_http "$nginx_url/jobs/" 10 || nginx_url=""
+  # Its CPU time is the master's and its workers'.
+  nginx_pids="$nginx_pid $(cat /proc/"$nginx_pid"/task/*/children 2>/dev/null || true)"
 else
   log "no nginx: its rows are not measured (scripts/setup.sh installs it)"
 fi
 
-o2p_url="" sgo_url="" o2p_cookie="" sgo_cookie=""
+o2p_url="" sgo_url="" o2p_cookie="" sgo_cookie="" o2p_pid="" sgo_pid=""
 if [ "$have_oidc" = 1 ]; then
   secret="$(head -c 24 /dev/urandom | base64 | tr -d '/+=')"
   cp e2e/oidc/server.mjs .cache/oidc/bench-server.mjs
@@ -419,6 +443,14 @@ sbs_url() {
   if [ "$1" = sg ] && [ "$2" != json ]; then path="/app/$static_id$path"; fi
   printf '%s%s' "$base" "$path"
 }
+sbs_pids() { # sbs_pids THROUGH : the processes of the proxy (none directly)
+  case "$1" in
+  nginx) printf '%s' "$nginx_pids" ;;
+  bare) printf '%s' "$bare_pid" ;;
+  o2p) printf '%s' "$o2p_pid" ;;
+  sg) printf '%s' "$sgo_pid" ;;
+  esac
+}
 sbs_hdr() { # sbs_hdr THROUGH : the Cookie header its session needs, one word per line
   case "$1" in
   o2p) printf '%s\n%s\n' -H "Cookie: $o2p_cookie" ;;
@@ -431,7 +463,7 @@ for round in $(seq "$rounds"); do
       u="$(sbs_url "$through" "$payload")"
       [ -n "$u" ] || continue
       mapfile -t hh < <(sbs_hdr "$through")
-      run_wrk "sbs-$through-$payload.r$round" "$u" 200 ${hh[@]+"${hh[@]}"}
+      CPU_PIDS="$(sbs_pids "$through")" run_wrk "sbs-$through-$payload.r$round" "$u" 200 ${hh[@]+"${hh[@]}"}
     done
   done
 done

@@ -15,9 +15,23 @@ type wrkRun struct {
 	P50, P99  float64 // milliseconds
 	Non2xx3xx int64
 	SockErrs  int64 // connect, read, write and timeout errors
+	// CPUMicros is the CPU time (user and system) the processes under
+	// test (a proxy, not the upstream or wrk) used during the run, when
+	// scripts/bench.sh measured it ("# cpu_us N"); HasCPU says it did.
+	CPUMicros float64
+	HasCPU    bool
 }
 
-// parseWrk reads the text wrk prints with --latency.
+// CPUPerRequest is the processes' CPU time per request, in microseconds.
+func (w wrkRun) CPUPerRequest() (float64, bool) {
+	if !w.HasCPU || w.Requests == 0 {
+		return 0, false
+	}
+	return w.CPUMicros / float64(w.Requests), true
+}
+
+// parseWrk reads the text wrk prints with --latency, and the CPU time
+// scripts/bench.sh appends.
 func parseWrk(r io.Reader) (wrkRun, error) {
 	var w wrkRun
 	var seen50, seen99, seenRPS bool
@@ -45,6 +59,12 @@ func parseWrk(r io.Reader) (wrkRun, error) {
 				return w, fmt.Errorf("requests/sec %q: %w", f[1], err)
 			}
 			w.ReqPerSec, seenRPS = v, true
+		case len(f) == 3 && f[0] == "#" && f[1] == "cpu_us":
+			v, err := strconv.ParseFloat(f[2], 64)
+			if err != nil {
+				return w, fmt.Errorf("cpu_us %q: %w", f[2], err)
+			}
+			w.CPUMicros, w.HasCPU = v, true
 		case len(f) == 5 && f[0] == "Non-2xx":
 			w.Non2xx3xx, _ = strconv.ParseInt(f[4], 10, 64)
 		case len(f) > 2 && f[0] == "Socket" && f[1] == "errors:":

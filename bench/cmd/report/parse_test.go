@@ -38,6 +38,26 @@ func TestParseWrk(t *testing.T) {
 	}
 }
 
+func TestParseWrkCPU(t *testing.T) {
+	got, err := parseWrk(strings.NewReader(wrkOutput + "# cpu_us 6924800\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.HasCPU || got.CPUMicros != 6924800 {
+		t.Errorf("CPU = %v, %v; want 6924800, true", got.CPUMicros, got.HasCPU)
+	}
+	if c, ok := got.CPUPerRequest(); !ok || c != 200 {
+		t.Errorf("CPUPerRequest() = %v, %v; want 200, true", c, ok)
+	}
+	if _, err := parseWrk(strings.NewReader(wrkOutput + "# cpu_us many\n")); err == nil {
+		t.Error("parseWrk with a bad cpu_us line: nil error; want one")
+	}
+	plain, _ := parseWrk(strings.NewReader(wrkOutput))
+	if _, ok := plain.CPUPerRequest(); ok {
+		t.Error("CPUPerRequest() of a run without CPU time: ok; want not")
+	}
+}
+
 func TestParseWrkRefusesOtherText(t *testing.T) {
 	for _, in := range []string{"", "unable to connect to 127.0.0.1:1 Connection refused\n", strings.Replace(wrkOutput, "Requests/sec", "Reqs", 1)} {
 		if _, err := parseWrk(strings.NewReader(in)); err == nil {
@@ -90,7 +110,10 @@ BenchmarkAuthenticateSession     	 1000000	      1043 ns/op	     320 B/op	      
 func TestRoundRatios(t *testing.T) {
 	a := []wrkRun{{ReqPerSec: 90, P99: 12}, {ReqPerSec: 60, P99: 20}, {ReqPerSec: 80, P99: 10}}
 	b := []wrkRun{{ReqPerSec: 100, P99: 10}, {ReqPerSec: 50, P99: 16}, {ReqPerSec: 100, P99: 10}}
-	rps, p99 := roundRatios(a, b)
+	rps, p99, cpu := roundRatios(a, b)
+	if cpu != nil {
+		t.Errorf("CPU ratios %v of runs without CPU time, want none", cpu)
+	}
 	if d := cmp.Diff([]float64{0.9, 1.2, 0.8}, rps); d != "" {
 		t.Errorf("req/s ratios (-want +got):\n%s", d)
 	}
@@ -103,7 +126,24 @@ func TestRoundRatios(t *testing.T) {
 	if got, want := formatRatios([]float64{1, 2, 4, 3}), "**2.50** (1.00 2.00 4.00 3.00)"; got != want {
 		t.Errorf("formatRatios of four = %q, want %q", got, want)
 	}
-	if rps, _ := roundRatios(a[:1], b); rps != nil {
+	if rps, _, _ := roundRatios(a[:1], b); rps != nil {
 		t.Errorf("one round: ratios %v, want none", rps)
+	}
+}
+
+func TestRoundRatiosCPU(t *testing.T) {
+	run := func(cpuMicros float64) wrkRun {
+		return wrkRun{Requests: 1000, ReqPerSec: 100, P99: 10, CPUMicros: cpuMicros, HasCPU: true}
+	}
+	a := []wrkRun{run(150e3), run(240e3)}
+	b := []wrkRun{run(100e3), run(200e3)}
+	if _, _, cpu := roundRatios(a, b); !cmp.Equal([]float64{1.5, 1.2}, cpu) {
+		t.Errorf("CPU ratios = %v, want [1.5 1.2]", cpu)
+	}
+	// One round without its CPU time: no CPU ratios at all, rather than
+	// a median of some rounds.
+	b[1].HasCPU = false
+	if rps, _, cpu := roundRatios(a, b); cpu != nil || len(rps) != 2 {
+		t.Errorf("a round without CPU time: req/s ratios %v, CPU ratios %v; want 2 and none", rps, cpu)
 	}
 }

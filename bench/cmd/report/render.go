@@ -135,30 +135,34 @@ func render(in inputs) string {
 	}
 	p("\nAbsolute numbers depend on the machine and on what else runs on it; the ratios, measured in the same run, are the signal.\n")
 
-	p("\n## Load (wrk)\n\n| run | URL | req/s | p50 ms | p99 ms | requests | non-2xx/3xx | socket errors |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
+	p("\n## Load (wrk)\n\nCPU µs/req is the CPU time (user and system, from /proc) of the proxy under test alone, divided by the requests it served in the run: what an answer costs the proxy, which the machine's other load moves far less than req/s. The upstream and wrk are not counted; for nginx it is the master and its workers.\n\n| run | URL | req/s | p50 ms | p99 ms | requests | non-2xx/3xx | socket errors | CPU µs/req |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, s := range scenarios {
 		if e, bad := in.wrkErrs[s.name]; bad {
-			p("| %s | %s | failed: %s | | | | | |\n", s.label, in.urls[s.name], e)
+			p("| %s | %s | failed: %s | | | | | | |\n", s.label, in.urls[s.name], e)
 			continue
 		}
 		w, ok := in.wrk[s.name]
 		if !ok {
-			p("| %s | | not run | | | | | |\n", s.label)
+			p("| %s | | not run | | | | | | |\n", s.label)
 			continue
 		}
-		p("| %s | %s | %.0f | %.3f | %.3f | %d | %d | %d |\n", s.label, in.urls[s.name], w.ReqPerSec, w.P50, w.P99, w.Requests, w.Non2xx3xx, w.SockErrs)
+		cpu := ""
+		if c, ok := w.CPUPerRequest(); ok {
+			cpu = fmt.Sprintf("%.0f", c)
+		}
+		p("| %s | %s | %.0f | %.3f | %.3f | %d | %d | %d | %s |\n", s.label, in.urls[s.name], w.ReqPerSec, w.P50, w.P99, w.Requests, w.Non2xx3xx, w.SockErrs, cpu)
 	}
-	p("\n### Ratios\n\nThe first two ratios divide the rows above (each the median round of its own). Where both sides ran round by round, the last two columns pair them within each round, seconds apart, which the machine's drift between rounds does not move: the median of those ratios, then each round's.\n\n")
-	p("| comparison | req/s ratio | p99 ratio | p50 added ms | same-round req/s ratio: median (rounds) | same-round p99 ratio: median (rounds) |\n|---|---:|---:|---:|---:|---:|\n")
+	p("\n### Ratios\n\nThe first two ratios divide the rows above (each the median round of its own). Where both sides ran round by round, the last two columns pair them within each round, seconds apart, which the machine's drift between rounds does not move: the median of those ratios, then each round's. The last column does the same for the two proxies' CPU time per request (a over b: above 1, a costs more).\n\n")
+	p("| comparison | req/s ratio | p99 ratio | p50 added ms | same-round req/s ratio: median (rounds) | same-round p99 ratio: median (rounds) | same-round CPU µs/req ratio: median (rounds) |\n|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, c := range comparisons {
 		a, okA := in.wrk[c.a]
 		b, okB := in.wrk[c.b]
 		if !okA || !okB || b.ReqPerSec == 0 || b.P99 == 0 {
-			p("| %s | n/a | n/a | n/a | | |\n", c.label)
+			p("| %s | n/a | n/a | n/a | | | |\n", c.label)
 			continue
 		}
-		rps, p99 := roundRatios(in.rounds[c.a], in.rounds[c.b])
-		p("| %s | %.2f | %.2f | %+.3f | %s | %s |\n", c.label, a.ReqPerSec/b.ReqPerSec, a.P99/b.P99, a.P50-b.P50, formatRatios(rps), formatRatios(p99))
+		rps, p99, cpu := roundRatios(in.rounds[c.a], in.rounds[c.b])
+		p("| %s | %.2f | %.2f | %+.3f | %s | %s | %s |\n", c.label, a.ReqPerSec/b.ReqPerSec, a.P99/b.P99, a.P50-b.P50, formatRatios(rps), formatRatios(p99), formatRatios(cpu))
 	}
 
 	for _, sec := range in.sections {
@@ -235,22 +239,33 @@ func formatFigure(f figure) string {
 	return fmt.Sprintf("%.1f %s", f.Value, f.Unit)
 }
 
-// roundRatios pairs the runs of a and b round by round: a's req/s and p99
-// over b's, for every round both ran (none if either has only one).
-func roundRatios(a, b []wrkRun) (rps, p99 []float64) {
+// roundRatios pairs the runs of a and b round by round: a's req/s, p99
+// and CPU time per request over b's, for every round both ran (none if
+// either has only one; no CPU ratios unless every round of both has its
+// CPU time).
+func roundRatios(a, b []wrkRun) (rps, p99, cpu []float64) {
 	n := min(len(a), len(b))
 	if n < 2 {
-		return nil, nil
+		return nil, nil, nil
 	}
+	withCPU := true
 	for i, y := range b[:n] {
 		x := a[i]
 		if y.ReqPerSec == 0 || y.P99 == 0 {
-			return nil, nil
+			return nil, nil, nil
 		}
 		rps = append(rps, x.ReqPerSec/y.ReqPerSec)
 		p99 = append(p99, x.P99/y.P99)
+		cx, okX := x.CPUPerRequest()
+		cy, okY := y.CPUPerRequest()
+		if withCPU = withCPU && okX && okY && cy > 0; withCPU {
+			cpu = append(cpu, cx/cy)
+		}
 	}
-	return rps, p99
+	if !withCPU {
+		cpu = nil
+	}
+	return rps, p99, cpu
 }
 
 // formatRatios shows ratios as their median and, in brackets, each.
