@@ -107,6 +107,34 @@ func TestKillDisguises(t *testing.T) {
 	}
 }
 
+// TestMayBeKillEveryCase: mayBeKill finds every kill stem in every ASCII
+// case, at the start, in the middle and at the very end of what it reads
+// (it compares a stem's first four bytes at once).
+func TestMayBeKillEveryCase(t *testing.T) {
+	t.Parallel()
+	for _, w := range killStems {
+		for mask := 0; mask < 1<<len(w); mask++ {
+			b := []byte(w)
+			for i := range b {
+				if mask&(1<<i) != 0 {
+					b[i] -= 'a' - 'A'
+				}
+			}
+			for _, raw := range []string{string(b), "/x" + string(b), "/jobs/" + string(b) + "/?id=1", "a" + string(b)} {
+				if !mayBeKill([]byte(raw)) {
+					t.Errorf("mayBeKill(%q) = false", raw)
+				}
+			}
+		}
+		// One letter short at the end, or one changed, is not a stem.
+		for _, raw := range []string{"/x" + w[:len(w)-1], "/x" + w[:len(w)-1] + "_"} {
+			if mayBeKill([]byte(raw)) {
+				t.Errorf("mayBeKill(%q) = true", raw)
+			}
+		}
+	}
+}
+
 // TestKillDisguisesThroughRoute sends percent-encoded disguises through
 // ParseRoute and the guard on every route that proxies.
 func TestKillDisguisesThroughRoute(t *testing.T) {

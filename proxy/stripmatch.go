@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"bytes"
+	"encoding/binary"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -27,8 +29,14 @@ func mayBeKill(raw []byte) bool {
 				return true
 			}
 		default:
+			if len(raw)-i < minStemLen {
+				continue
+			}
+			// The stems are lower-case ASCII letters: OR-ing 0x20 into a
+			// byte folds its case exactly when the other side is a letter.
+			head := binary.LittleEndian.Uint32(raw[i:]) | 0x20202020
 			for _, w := range killStemsByFirst[k-mkStem] {
-				if len(raw)-i >= len(w) && asciiEqualFold(raw[i:i+len(w)], w) {
+				if head == w.head && len(raw)-i >= len(w.s) && asciiEqualFold(raw[i+4:i+len(w.s)], w.s[4:]) {
 					return true
 				}
 			}
@@ -46,8 +54,19 @@ const (
 	mkStem
 )
 
-var killStemsByFirst, mayBeKillClass = func() ([][]string, [256]uint8) {
-	var byFirst [][]string
+// stem is a word of killStems with its first four letters as mayBeKill
+// loads them.
+type stem struct {
+	s    string
+	head uint32
+}
+
+// minStemLen is the length of the shortest stem (each is at least this
+// long, and all letters: see killStemsByFirst).
+const minStemLen = 4
+
+var killStemsByFirst, mayBeKillClass = func() ([][]stem, [256]uint8) {
+	var byFirst [][]stem
 	var class [256]uint8
 	class['%'], class['&'] = mkYes, mkAmp
 	for c := 0x80; c < 0x100; c++ {
@@ -60,8 +79,11 @@ var killStemsByFirst, mayBeKillClass = func() ([][]string, [256]uint8) {
 			class[c-('a'-'A')] = class[c]
 			byFirst = append(byFirst, nil)
 		}
+		if len(w) < minStemLen || strings.Trim(w, "abcdefghijklmnopqrstuvwxyz") != "" {
+			panic("kill stem " + w + " is not lower-case letters, at least 4")
+		}
 		i := class[c] - mkStem
-		byFirst[i] = append(byFirst[i], w)
+		byFirst[i] = append(byFirst[i], stem{s: w, head: binary.LittleEndian.Uint32([]byte(w))})
 	}
 	return byFirst, class
 }()
@@ -354,19 +376,23 @@ func asciiEqualFold[S string | []byte](s S, t string) bool {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		a, b := s[i], t[i]
-		if 'A' <= a && a <= 'Z' {
-			a += 'a' - 'A'
-		}
-		if 'A' <= b && b <= 'Z' {
-			b += 'a' - 'A'
-		}
-		if a != b {
+		if asciiLower[s[i]] != asciiLower[t[i]] {
 			return false
 		}
 	}
 	return true
 }
+
+// asciiLower maps A-Z to a-z and every other byte to itself.
+var asciiLower = func() (t [256]byte) {
+	for i := range t {
+		t[i] = byte(i)
+	}
+	for c := 'A'; c <= 'Z'; c++ {
+		t[c] = byte(c) + 'a' - 'A'
+	}
+	return t
+}()
 
 // appendPercentDecodedLoose appends s to dst with valid %XX escapes
 // decoded and anything else kept.
