@@ -375,7 +375,11 @@ o2p_url="" sgo_url="" o2p_cookie="" sgo_cookie="" o2p_pid="" sgo_pid=""
 if [ "$have_oidc" = 1 ]; then
   secret="$(head -c 24 /dev/urandom | base64 | tr -d '/+=')"
   cp e2e/oidc/server.mjs .cache/oidc/bench-server.mjs
-  start_bg oidc env OIDC_CLIENT_SECRET="$secret" \
+  # ID tokens outlive the whole run: a session renewed midway (30 s before
+  # its ID token expires) would answer every later request of wrk, which
+  # keeps sending the cookie it started with, with a Set-Cookie of the
+  # renewed one (about 2 KB), which a browser takes once.
+  start_bg oidc env OIDC_CLIENT_SECRET="$secret" OIDC_ID_TOKEN_TTL=7200 \
     OIDC_REDIRECT_URIS="http://127.0.0.1:$o2p_port/oauth2/callback,http://127.0.0.1:$sgo_port/oauth2/callback" \
     node .cache/oidc/bench-server.mjs "$oidc_port"
   issuer="http://127.0.0.1:$oidc_port"

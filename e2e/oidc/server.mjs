@@ -126,8 +126,9 @@ const configuration = {
   ttl: {
     AccessToken: 600,
     ClientCredentials: 600,
-    // OIDC_ID_TOKEN_TTL (seconds) shortens ID tokens, so that a test sees
-    // sessions renewed with the refresh token.
+    // OIDC_ID_TOKEN_TTL (seconds) sets how long ID tokens live: e2e tests
+    // shorten it to see sessions renewed with the refresh token; make bench
+    // lengthens it so that no session is renewed during its runs.
     IdToken: Number(process.env.OIDC_ID_TOKEN_TTL || 600),
     RefreshToken: 3600,
     Interaction: 600,
