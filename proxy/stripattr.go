@@ -82,7 +82,7 @@ func judgedKey(key []byte) []byte {
 	default:
 		return nil
 	}
-	if foldEqual(key, k) {
+	if asciiEqualFold(key, k) {
 		return k
 	}
 	return nil
@@ -94,27 +94,6 @@ func judgedKey(key []byte) []byte {
 func plainValue(v []byte) bool {
 	for _, c := range v {
 		if c == '&' || c == '\r' || c == 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// foldEqual reports whether a and b are equal once ASCII upper case is
-// lowered, as the tokenizer compares keys.
-func foldEqual(a, b []byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		x, y := a[i], b[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
 			return false
 		}
 	}
@@ -222,7 +201,7 @@ func (t *rawTag) read(raw []byte) bool {
 func (t *rawTag) has(key []byte) bool {
 	for i := range t.n {
 		a := t.attr[i]
-		if foldEqual(t.raw[a[0]:a[1]], key) {
+		if asciiEqualFold(t.raw[a[0]:a[1]], key) {
 			return true
 		}
 	}

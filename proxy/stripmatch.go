@@ -370,8 +370,8 @@ func isKillURL(u []byte) bool {
 }
 
 // asciiEqualFold is strings.EqualFold restricted to ASCII letters, as
-// mayBeKill is.
-func asciiEqualFold[S string | []byte](s S, t string) bool {
+// mayBeKill is, and as the tokenizer compares attribute keys.
+func asciiEqualFold[S, T string | []byte](s S, t T) bool {
 	if len(s) != len(t) {
 		return false
 	}
