@@ -508,8 +508,14 @@ fi
 # --- Go benchmarks and the stripper's memory (no servers running) ------------
 if [ "$run_go" = 1 ]; then
   log "go test -bench over ./proxy/... ./auth/... ./policy/..."
-  go test -run '^$' -bench . -benchmem -count 1 -timeout 10m ./proxy/... ./auth/... ./policy/... >"$out/gobench.txt" 2>&1 ||
+  go test -run '^$' -bench . -skip '^BenchmarkStripper$' -benchmem -count 1 -timeout 10m ./proxy/... ./auth/... ./policy/... >"$out/gobench.txt" 2>&1 ||
     log "go test -bench failed (see $out/gobench.txt); the report shows what ran"
+  # The stripper's own figure (issue: at least 1 GB/s) swings by a third
+  # from one run to the next on a shared machine: the report gives the
+  # median of five, and pairs each run with io.Copy's of the same turn.
+  log "go test -bench BenchmarkStripper, five times"
+  go test -run '^$' -bench '^BenchmarkStripper$' -benchmem -count 5 -timeout 10m ./proxy >>"$out/gobench.txt" 2>&1 ||
+    log "BenchmarkStripper failed (see $out/gobench.txt)"
 fi
 log "stripmem: 50 MiB page through the stripper and io.Copy"
 "$B/stripmem" -size $((50 << 20)) >>"$figures"

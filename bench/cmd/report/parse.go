@@ -149,6 +149,56 @@ func parseGoBench(r io.Reader) ([]goBench, error) {
 	return out, nil
 }
 
+// benchSummary is a Go benchmark run one or more times (go test -count):
+// the median of each figure, and every run in order.
+type benchSummary struct {
+	goBench
+	Runs []goBench
+}
+
+// mbRange is the lowest and highest MB/s of the runs.
+func (b benchSummary) mbRange() (lo, hi float64) {
+	lo, hi = b.Runs[0].MBPerS, b.Runs[0].MBPerS
+	for _, r := range b.Runs[1:] {
+		lo, hi = min(lo, r.MBPerS), max(hi, r.MBPerS)
+	}
+	return lo, hi
+}
+
+// summarize groups the runs of each benchmark (by package and name), in
+// the order each first appears, with the median of each figure.
+func summarize(runs []goBench) []benchSummary {
+	var out []benchSummary
+	at := map[[2]string]int{}
+	for _, r := range runs {
+		k := [2]string{r.Pkg, r.Name}
+		i, ok := at[k]
+		if !ok {
+			i = len(out)
+			at[k] = i
+			out = append(out, benchSummary{})
+		}
+		out[i].Runs = append(out[i].Runs, r)
+	}
+	for i := range out {
+		s := &out[i]
+		figure := func(f func(goBench) float64) float64 {
+			v := make([]float64, len(s.Runs))
+			for j, r := range s.Runs {
+				v[j] = f(r)
+			}
+			return median(v)
+		}
+		s.Pkg, s.Name = s.Runs[0].Pkg, s.Runs[0].Name
+		s.HasMB = s.Runs[0].HasMB
+		s.NsPerOp = figure(func(r goBench) float64 { return r.NsPerOp })
+		s.MBPerS = figure(func(r goBench) float64 { return r.MBPerS })
+		s.BPerOp = figure(func(r goBench) float64 { return r.BPerOp })
+		s.Allocs = figure(func(r goBench) float64 { return r.Allocs })
+	}
+	return out
+}
+
 // trimProcs drops the -GOMAXPROCS suffix go test adds to benchmark names.
 func trimProcs(name string) string {
 	i := strings.LastIndexByte(name, '-')

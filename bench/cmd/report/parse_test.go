@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -104,6 +105,59 @@ BenchmarkAuthenticateSession     	 1000000	      1043 ns/op	     320 B/op	      
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("parseGoBench() (-want +got):\n%s", d)
+	}
+}
+
+// TestSummarize reads the stripper's benchmarks run three times
+// (go test -count 3): each benchmark once, in the order of its first run,
+// with the median of each figure, and the ratio of the pairs run in the
+// same turn.
+func TestSummarize(t *testing.T) {
+	out := `pkg: github.com/sparkgate/sparkgate/proxy
+BenchmarkStripper/fast-2   	 100	 400000 ns/op	 900.00 MB/s	 30000 B/op	 61 allocs/op
+BenchmarkStripper/io.Copy-2	 100	  20000 ns/op	 20000.00 MB/s	 1100 B/op	 69 allocs/op
+BenchmarkStripper/fast-2   	 100	 300000 ns/op	 1200.00 MB/s	 30010 B/op	 61 allocs/op
+BenchmarkStripper/io.Copy-2	 100	  15000 ns/op	 24000.00 MB/s	 1100 B/op	 69 allocs/op
+BenchmarkStripper/fast-2   	 100	 360000 ns/op	 1000.00 MB/s	 30020 B/op	 61 allocs/op
+BenchmarkStripper/io.Copy-2	 100	  40000 ns/op	 10000.00 MB/s	 1100 B/op	 69 allocs/op
+BenchmarkServeApp-2        	 100	 145360 ns/op	 12046 B/op	 132 allocs/op
+`
+	runs, err := parseGoBench(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := summarize(runs)
+	var names []string
+	for _, b := range got {
+		names = append(names, fmt.Sprintf("%s x%d", b.Name, len(b.Runs)))
+	}
+	if d := cmp.Diff([]string{"BenchmarkStripper/fast x3", "BenchmarkStripper/io.Copy x3", "BenchmarkServeApp x1"}, names); d != "" {
+		t.Fatalf("summarize() names (-want +got):\n%s", d)
+	}
+	fast, cp := got[0], got[1]
+	if fast.MBPerS != 1000 || fast.NsPerOp != 360000 || fast.BPerOp != 30010 || !fast.HasMB {
+		t.Errorf("fast median = %+v; want 1000 MB/s, 360000 ns/op, 30010 B/op", fast.goBench)
+	}
+	if lo, hi := fast.mbRange(); lo != 900 || hi != 1200 {
+		t.Errorf("fast mbRange() = %v, %v; want 900, 1200", lo, hi)
+	}
+	// 900/20000, 1200/24000, 1000/10000: the pairs, not the medians
+	// (1000/20000 = 0.05).
+	if d := cmp.Diff([]float64{0.045, 0.05, 0.1}, pairedRatios(fast, cp)); d != "" {
+		t.Errorf("pairedRatios() (-want +got):\n%s", d)
+	}
+	if r := median(pairedRatios(fast, cp)); r != 0.05 {
+		t.Errorf("median of paired ratios = %v; want 0.05", r)
+	}
+	// MB/s against ns/op: no ratio.
+	if r := pairedRatios(fast, got[2]); len(r) != 0 {
+		t.Errorf("pairedRatios(fast, ServeApp) = %v; want none (MB/s against ns/op)", r)
+	}
+	// Two runs against one: the medians' ratio, once.
+	serve := got[2]
+	twice := summarize([]goBench{{Name: "x", NsPerOp: 2 * serve.NsPerOp}, {Name: "x", NsPerOp: 4 * serve.NsPerOp}})[0]
+	if d := cmp.Diff([]float64{3}, pairedRatios(twice, serve)); d != "" {
+		t.Errorf("pairedRatios of 2 runs against 1 (-want +got):\n%s", d)
 	}
 }
 

@@ -197,34 +197,72 @@ func render(in inputs) string {
 		p("| %s | %.2f |\n", c.label, a.Value/b.Value)
 	}
 
-	p("\n## Go benchmarks\n\n| package | benchmark | ns/op | MB/s | B/op | allocs/op |\n|---|---|---:|---:|---:|---:|\n")
-	byName := map[string]goBench{}
-	for _, b := range in.bench {
+	p("\n## Go benchmarks\n\nA benchmark run more than once (go test -count) shows the median of its runs, and the lowest and highest MB/s in brackets.\n\n| package | benchmark | runs | ns/op | MB/s | B/op | allocs/op |\n|---|---|---:|---:|---:|---:|---:|\n")
+	byName := map[string]benchSummary{}
+	for _, b := range summarize(in.bench) {
 		pkg := strings.TrimPrefix(b.Pkg, "github.com/sparkgate/sparkgate/")
 		byName[pkg+"."+b.Name] = b
 		mb := ""
 		if b.HasMB {
 			mb = fmt.Sprintf("%.1f", b.MBPerS)
+			if len(b.Runs) > 1 {
+				lo, hi := b.mbRange()
+				mb += fmt.Sprintf(" (%.1f-%.1f)", lo, hi)
+			}
 		}
-		p("| %s | %s | %.0f | %s | %.0f | %.0f |\n", pkg, b.Name, b.NsPerOp, mb, b.BPerOp, b.Allocs)
+		p("| %s | %s | %d | %.0f | %s | %.0f | %.0f |\n", pkg, b.Name, len(b.Runs), b.NsPerOp, mb, b.BPerOp, b.Allocs)
 	}
 	if len(in.bench) == 0 {
-		p("| | not run | | | | |\n")
+		p("| | not run | | | | | |\n")
 	}
 	p("\n| ratio | value |\n|---|---:|\n")
 	for _, c := range benchRatios {
 		a, okA := byName[c.a]
 		b, okB := byName[c.b]
-		switch {
-		case okA && okB && a.HasMB && b.HasMB && b.MBPerS > 0:
-			p("| %s | %.3g |\n", c.label, a.MBPerS/b.MBPerS)
-		case okA && okB && b.NsPerOp > 0:
-			p("| %s | %.3g |\n", c.label, a.NsPerOp/b.NsPerOp)
-		default:
+		if !okA || !okB {
+			p("| %s | n/a |\n", c.label)
+			continue
+		}
+		if r := pairedRatios(a, b); len(r) > 1 {
+			p("| %s | %.3g (median of %d runs paired in order) |\n", c.label, median(r), len(r))
+		} else if len(r) == 1 {
+			p("| %s | %.3g |\n", c.label, r[0])
+		} else {
 			p("| %s | n/a |\n", c.label)
 		}
 	}
 	return sb.String()
+}
+
+// pairedRatios divides a's runs by b's, the first by the first and so on
+// (go test -count runs a benchmark's sub-benchmarks in order each time,
+// so the pairs ran seconds apart): by MB/s where both have it, else by
+// ns/op. With run counts that differ it divides the medians once.
+func pairedRatios(a, b benchSummary) []float64 {
+	ratio := func(x, y goBench) (float64, bool) {
+		switch {
+		case x.HasMB && y.HasMB && y.MBPerS > 0:
+			return x.MBPerS / y.MBPerS, true
+		case !x.HasMB && !y.HasMB && y.NsPerOp > 0:
+			return x.NsPerOp / y.NsPerOp, true
+		}
+		return 0, false
+	}
+	if len(a.Runs) != len(b.Runs) {
+		if r, ok := ratio(a.goBench, b.goBench); ok {
+			return []float64{r}
+		}
+		return nil
+	}
+	var out []float64
+	for i := range a.Runs {
+		r, ok := ratio(a.Runs[i], b.Runs[i])
+		if !ok {
+			return nil
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 func formatFigure(f figure) string {
@@ -277,11 +315,16 @@ func formatRatios(r []float64) string {
 	for i, v := range r {
 		each[i] = fmt.Sprintf("%.2f", v)
 	}
+	return fmt.Sprintf("**%.2f** (%s)", median(r), strings.Join(each, " "))
+}
+
+// median is the middle of r (the mean of the two middle ones for an even
+// count); r is not changed.
+func median(r []float64) float64 {
 	s := slices.Clone(r)
 	slices.Sort(s)
-	med := s[len(s)/2]
 	if len(s)%2 == 0 {
-		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+		return (s[len(s)/2-1] + s[len(s)/2]) / 2
 	}
-	return fmt.Sprintf("**%.2f** (%s)", med, strings.Join(each, " "))
+	return s[len(s)/2]
 }
