@@ -54,6 +54,9 @@ type historySource struct {
 	entries map[uint64]historyApp // the last answer's entries by the hash of their bytes, ACLProps unset
 	last    []historyApp          // the last answer's entries in order, ACLProps unset
 	owed    bool                  // the last poll left environment reads to do
+	// listBuf holds the last list answer; nothing keeps its bytes past
+	// poll (entries are decoded into strings of their own).
+	listBuf bytes.Buffer
 }
 
 type envKey struct{ id, attempt string }
@@ -94,7 +97,10 @@ func (h *historySource) name() string { return "history:" + h.cfg.Name }
 // false, and apps nil, when the list and every app's ACLs are as the last
 // poll returned them.
 func (h *historySource) poll(ctx context.Context) (apps []historyApp, changed bool, err error) {
-	body, u, err := h.c.getBody(ctx, h.base, "api/v1/applications", listBodyMax)
+	// Read into the buffer of the last poll: the list of 10,000 apps is
+	// megabytes, which growing a new buffer every interval copied twice
+	// over and left to the collector.
+	body, u, err := h.c.getBodyInto(ctx, h.base, "api/v1/applications", listBodyMax, &h.listBuf)
 	if err != nil {
 		return nil, false, fmt.Errorf("listing %s: %w", h.name(), err)
 	}

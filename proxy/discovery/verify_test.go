@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -226,5 +227,45 @@ func TestVerifyStartupAnswers(t *testing.T) {
 				t.Errorf("driver saw %d requests; want %d app-list requests", got, tt.wantHit)
 			}
 		})
+	}
+}
+
+// TestTransportKeepsOneConnectionPerDriver checks the liveness checks'
+// transport against more drivers than net/http's default idle pool (100):
+// asked in turn, round after round, each driver is dialled once.
+func TestTransportKeepsOneConnectionPerDriver(t *testing.T) {
+	const drivers = 150
+	dials := make([]atomic.Int32, drivers)
+	urls := make([]string, drivers)
+	for i := range drivers {
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = w.Write([]byte("[]"))
+		}))
+		srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				dials[i].Add(1)
+			}
+		}
+		srv.Start()
+		t.Cleanup(srv.Close)
+		urls[i] = srv.URL
+	}
+	tr := newTransport()
+	t.Cleanup(tr.CloseIdleConnections)
+	hc := &http.Client{Transport: tr}
+	for range 3 {
+		for _, u := range urls {
+			resp, err := hc.Get(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+		}
+	}
+	for i := range dials {
+		if n := dials[i].Load(); n != 1 {
+			t.Errorf("driver %d was dialled %d times in 3 rounds; want 1", i, n)
+		}
 	}
 }
