@@ -101,6 +101,7 @@ func (h *historySource) poll(ctx context.Context) (apps []historyApp, changed bo
 	// megabytes, which growing a new buffer every interval copied twice
 	// over and left to the collector.
 	body, u, err := h.c.getBodyInto(ctx, h.base, "api/v1/applications", listBodyMax, &h.listBuf)
+	defer releaseOversized(&h.listBuf, len(body))
 	if err != nil {
 		return nil, false, fmt.Errorf("listing %s: %w", h.name(), err)
 	}
@@ -311,6 +312,16 @@ func (h *historySource) fetchACLs(ctx context.Context, id, attempt string, compl
 	h.setEnvLocked(envKey{id, attempt}, &envEntry{completed: completed, acl: acl})
 	h.mu.Unlock()
 	return acl, nil
+}
+
+// releaseOversized drops buf's memory when it is more than twice what the
+// last answer used (ReadFrom doubles it once at most for an answer of the
+// same size): one refused answer of up to listBodyMax, or a list that
+// shrank, is not held for good.
+func releaseOversized(buf *bytes.Buffer, used int) {
+	if buf.Cap() > 2*used+64<<10 {
+		*buf = bytes.Buffer{}
+	}
 }
 
 // splitArray splits a JSON array into its elements' bytes without decoding

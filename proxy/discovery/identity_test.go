@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -190,4 +191,58 @@ func TestWantACLsReadsHistoryNow(t *testing.T) {
 		a, _ := s.Lookup("app-5-0001")
 		return a.History[0].ACLProps["spark.acls.enable"] == "true"
 	})
+}
+
+// TestHistoryListBufferKept checks the History Server list's buffer: kept
+// from poll to poll while the answers are alike (no new buffer per
+// interval), let go when the list shrinks far below it or an answer is
+// refused, so that one large answer is not held for good.
+func TestHistoryListBufferKept(t *testing.T) {
+	t.Parallel()
+	entries := func(n int) string {
+		var b strings.Builder
+		b.WriteString("[")
+		for i := range n {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			b.WriteString(histEntry(fmt.Sprintf("app-20240101000000-%04d", i), "alice", true))
+		}
+		return b.String() + "]"
+	}
+	fh := newFakeHistory(t, entries(5000))
+	h, err := newHistorySource(HistorySource{Name: "hs", URL: fh.srv.URL}, newClient(nil), DefaultInterval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll := func() {
+		t.Helper()
+		if _, _, err := h.poll(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	poll()
+	big := h.listBuf.Cap()
+	if big < len(entries(5000)) {
+		t.Fatalf("buffer after a %d-byte list holds %d bytes; want the list kept", len(entries(5000)), big)
+	}
+	fh.set(entries(4999))
+	poll()
+	if got := h.listBuf.Cap(); got != big {
+		t.Errorf("buffer capacity %d after a list of the same size; want the same buffer (%d)", got, big)
+	}
+	fh.set(entries(3))
+	poll()
+	if got := h.listBuf.Cap(); got > 64<<10+2*len(entries(3)) {
+		t.Errorf("buffer capacity %d after a list of %d bytes; want it let go", got, len(entries(3)))
+	}
+	fh.set(entries(5000))
+	poll()
+	fh.set("not a list")
+	if _, _, err := h.poll(t.Context()); err == nil {
+		t.Fatal("poll of a non-list succeeded")
+	}
+	if got := h.listBuf.Cap(); got > 64<<10 {
+		t.Errorf("buffer capacity %d after a refused answer; want it let go", got)
+	}
 }
