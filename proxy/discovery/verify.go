@@ -176,7 +176,9 @@ func newTransport() *http.Transport {
 	// 500 drivers checked in turn found their connection gone and each
 	// check dialled anew (a fifth of the gateway's CPU with nothing
 	// changing). Bounded, as every idle connection holds two goroutines
-	// and their buffers (some 24 KiB), however many ports a probe finds.
+	// and their buffers (24-35 KiB of RSS as measured at 500 drivers):
+	// however many HTTP services a probe or a user's fake drivers offer,
+	// the pool holds at most some 35 MiB.
 	t.MaxIdleConnsPerHost = 2
 	t.MaxIdleConns = maxIdleConns
 	t.IdleConnTimeout = 90 * time.Second
