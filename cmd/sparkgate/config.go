@@ -34,6 +34,13 @@ type Config struct {
 	// that scrapers need no sign-in and users cannot reach it. Default
 	// "": no metrics.
 	MetricsListen string `yaml:"metrics_listen"`
+	// DebugPprof, when true, also serves Go's runtime profiles (heap,
+	// goroutines, CPU, allocations, execution trace) at /debug/pprof/ on
+	// metrics_listen, for diagnosing memory and CPU in place. They show
+	// code paths and sizes, no request data, but a CPU profile or trace
+	// costs the gateway while it runs: keep the metrics listener private.
+	// Default false.
+	DebugPprof bool `yaml:"debug_pprof"`
 	// TLS, when both files are set, makes the gateway serve HTTPS itself.
 	TLS TLSConfig `yaml:"tls"`
 	// Log selects the log format and level.
@@ -113,6 +120,8 @@ func (c *Config) Validate() []error {
 		} else if c.MetricsListen == c.Listen {
 			errs = append(errs, fmt.Errorf("metrics_listen: %q is the gateway's own listen address; metrics need one of their own", c.MetricsListen))
 		}
+	} else if c.DebugPprof {
+		errs = append(errs, errors.New("debug_pprof: the profiles are served on metrics_listen, which is not set"))
 	}
 	if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		errs = append(errs, fmt.Errorf("public_url: %q is not an http(s) URL", c.PublicURL))

@@ -107,6 +107,24 @@ discovery:
 	}
 }
 
+// TestDebugPprofNeedsMetricsListen: the profiles have no listener of
+// their own, so asking for them without metrics_listen is an error that
+// names the key rather than a setting silently ignored.
+func TestDebugPprofNeedsMetricsListen(t *testing.T) {
+	c := Config{DebugPprof: true}
+	c.SetDefaults()
+	msg := configErrors(c.Validate()).Error()
+	if !strings.Contains(msg, "debug_pprof:") {
+		t.Errorf("Validate(debug_pprof without metrics_listen) = %q; want an error naming debug_pprof", msg)
+	}
+	c.MetricsListen = "127.0.0.1:9464"
+	for _, err := range c.Validate() {
+		if strings.Contains(err.Error(), "debug_pprof") {
+			t.Errorf("Validate(debug_pprof with metrics_listen) = %v", err)
+		}
+	}
+}
+
 // TestUnknownKeyIsAnError guards against typos silently falling back to defaults.
 func TestUnknownKeyIsAnError(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "typo.yaml")

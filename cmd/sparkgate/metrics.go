@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,8 +16,9 @@ import (
 
 // newMetricsServer builds the gateway's metrics (plus discovery's, the Go
 // runtime's and the process's) and the server that exposes them at
-// /metrics on addr. extra are further collectors (the session store's).
-func newMetricsServer(addr string, apps *discovery.Registry, disc *discovery.Discoverer, logger *zap.Logger, extra ...prometheus.Collector) (*proxy.Metrics, *http.Server, error) {
+// /metrics on addr, with Go's profiles at /debug/pprof/ if withPprof.
+// extra are further collectors (the session store's).
+func newMetricsServer(addr string, withPprof bool, apps *discovery.Registry, disc *discovery.Discoverer, logger *zap.Logger, extra ...prometheus.Collector) (*proxy.Metrics, *http.Server, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		sourcesCollector{disc})
@@ -30,14 +32,35 @@ func newMetricsServer(addr string, apps *discovery.Registry, disc *discovery.Dis
 		ErrorLog: zap.NewStdLog(logger.Named("metrics")),
 		Timeout:  10 * time.Second,
 	}))
+	writeTimeout := 30 * time.Second
+	if withPprof {
+		mountPprof(mux)
+		// A CPU profile or trace writes nothing until it is done: room for
+		// pprof's default 30 s and more.
+		writeTimeout = pprofWriteTimeout
+	}
 	srv := &http.Server{
 		Addr:              addr,
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
-		WriteTimeout:      30 * time.Second,
+		WriteTimeout:      writeTimeout,
 		ErrorLog:          zap.NewStdLog(logger.Named("metrics")),
 	}
 	return m, srv, nil
+}
+
+// pprofWriteTimeout bounds a profile's answer: ?seconds= of a CPU profile
+// or trace must stay below it, as net/http/pprof checks.
+const pprofWriteTimeout = 2 * time.Minute
+
+// mountPprof serves net/http/pprof's handlers on mux, not on
+// http.DefaultServeMux, which the gateway's own listener must never show.
+func mountPprof(mux *http.ServeMux) {
+	mux.HandleFunc("/debug/pprof/", pprof.Index) // and every named profile: heap, goroutine, allocs, ...
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 }
 
 var (

@@ -63,7 +63,7 @@ func run(ctx context.Context, cfg Config) error {
 	var metrics *proxy.Metrics
 	var metricsSrv *http.Server
 	if cfg.MetricsListen != "" {
-		if metrics, metricsSrv, err = newMetricsServer(cfg.MetricsListen, reg, disc, logger, storeCollector{authn}); err != nil {
+		if metrics, metricsSrv, err = newMetricsServer(cfg.MetricsListen, cfg.DebugPprof, reg, disc, logger, storeCollector{authn}); err != nil {
 			return err
 		}
 	}

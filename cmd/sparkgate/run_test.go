@@ -31,7 +31,7 @@ func TestRunServesAndShutsDownGracefully(t *testing.T) {
 	addr, metricsAddr := freeAddr(t), freeAddr(t)
 	// A History Server nobody runs: discovery reports it down.
 	dead := "http://" + freeAddr(t)
-	cfg := Config{Listen: addr, MetricsListen: metricsAddr, Discovery: discovery.Config{
+	cfg := Config{Listen: addr, MetricsListen: metricsAddr, DebugPprof: true, Discovery: discovery.Config{
 		History: []discovery.HistorySource{{Name: "dead", URL: dead}},
 	}}
 	cfg.Log.Level = "warn"
@@ -98,6 +98,26 @@ func TestRunServesAndShutsDownGracefully(t *testing.T) {
 		_ = resp.Body.Close()
 		if resp.StatusCode == http.StatusOK {
 			t.Errorf("GET /metrics on the gateway's own listener = 200; want it not served there")
+		}
+	}
+	// With debug_pprof, a heap profile (gzipped protobuf) on the metrics
+	// listener; never on the gateway's own, even with a session's worth of
+	// nothing (net/http/pprof registers itself on http.DefaultServeMux).
+	resp, err = http.Get("http://" + metricsAddr + "/debug/pprof/heap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || len(body) < 2 || body[0] != 0x1f || body[1] != 0x8b {
+		t.Errorf("GET /debug/pprof/heap on the metrics listener = %d, %d bytes; want 200 and a gzipped profile", resp.StatusCode, len(body))
+	}
+	for _, path := range []string{"/debug/pprof/", "/debug/pprof/heap", "/debug/pprof/cmdline"} {
+		if resp, err := http.Get("http://" + addr + path); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				t.Errorf("GET %s on the gateway's own listener = 200; want it not served there", path)
+			}
 		}
 	}
 
