@@ -401,6 +401,7 @@ if [ "$have_oidc" = 1 ]; then
   cat >"$out/conf/sparkgate-oidc.yaml" <<EOF
 listen: 127.0.0.1:$sgo_port
 metrics_listen: 127.0.0.1:$sgo_metrics_port
+debug_pprof: true
 log: {format: json}
 auth:
   mode: oidc
@@ -492,7 +493,15 @@ if [ -n "$sgo_url" ] && [ "$users" -gt 0 ]; then
     log "users: $users clients for $users_duration"
     "$B/users" -base "$sgo_url" -cookies "$out/conf/users.cookies" -pid "$sgo_pid" -duration "$users_duration" \
       -metrics "http://127.0.0.1:$sgo_metrics_port/metrics" -settle 10s \
+      -heap "http://127.0.0.1:$sgo_metrics_port/debug/pprof/heap" -heap-out "$out/users-heap.pb.gz" \
       -paths "/app/$static_id/jobs/,/api/v1/applications/$static_id/jobs/0,/" >"$out/users.md" || log "users failed"
+    # What holds the heap under that load (live at the last collection
+    # before the profile; the runtime may hold up to twice that).
+    if [ -s "$out/users-heap.pb.gz" ]; then
+      { printf '\nHeap in use three quarters into the load, by allocating function (`go tool pprof -top -sample_index=inuse_space`, profile in `users-heap.pb.gz`):\n\n```\n'
+        go tool pprof -top -nodecount=15 -sample_index=inuse_space "$out/users-heap.pb.gz" 2>/dev/null | sed -n '/^Showing nodes/,$p'
+        printf '```\n'; } >>"$out/users.md"
+    fi
   else
     log "signing in $users users failed (see $out/logs/login-users.log)"
   fi

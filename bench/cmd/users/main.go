@@ -10,13 +10,16 @@
 // Prometheus /metrics), it also reports the Go heap at those two moments:
 // in use (live data and garbage not yet collected) and held but not in use
 // nor returned to the OS, which tells data the gateway retains from heap
-// the runtime has not yet given back.
+// the runtime has not yet given back. With -heap (the gateway's
+// /debug/pprof/heap, served with debug_pprof), it saves a heap profile
+// taken three quarters into the load to -heap-out, for go tool pprof.
 // It must not be used for anything but loopback benchmarks.
 package main
 
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -46,6 +49,8 @@ func run(args []string) error {
 	pid := fs.Int("pid", 0, "the gateway's process `id`, for its RSS")
 	metrics := fs.String("metrics", "", "the gateway's Prometheus metrics `URL`, for its Go heap")
 	settle := fs.Duration("settle", 10*time.Second, "how long after the load RSS and heap are read again")
+	heap := fs.String("heap", "", "the gateway's heap profile `URL` (/debug/pprof/heap), read during the load")
+	heapOut := fs.String("heap-out", "users-heap.pb.gz", "`file` the heap profile is saved to")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -81,6 +86,17 @@ func run(args []string) error {
 			}
 		}
 	}()
+	heapDone := make(chan error, 1)
+	if *heap != "" {
+		go func() {
+			select {
+			case <-ctx.Done():
+				heapDone <- errors.New("the load ended first")
+			case <-time.After(*duration * 3 / 4):
+				heapDone <- saveURL(*heap, *heapOut)
+			}
+		}()
+	}
 	lat := make([][]time.Duration, len(sessions))
 	var errs, non200 atomic.Int64
 	var firstErr atomic.Value
@@ -161,7 +177,29 @@ func run(args []string) error {
 		fmt.Printf("| gateway Go heap %s: in use / held, not in use nor returned / goroutines | %.1f / %.1f MiB / %.0f |\n",
 			h.when, mib("go_memstats_heap_inuse_bytes"), mib("go_memstats_heap_idle_bytes")-mib("go_memstats_heap_released_bytes"), h.m["go_goroutines"])
 	}
+	if *heap != "" {
+		if err := <-heapDone; err != nil {
+			return fmt.Errorf("heap profile: %w", err)
+		}
+	}
 	return nil
+}
+
+// saveURL writes the body of a GET of url (200 only) to the file path.
+func saveURL(url, path string) error {
+	resp, err := http.Get(url) //nolint:gosec,noctx // this tool's own -heap flag, loopback
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close() //nolint:errcheck // read-only
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o600)
 }
 
 // readHeap returns the Go runtime's figures of a Prometheus /metrics page
