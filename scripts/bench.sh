@@ -19,7 +19,10 @@
 # BENCH_SPARK (Spark version under .cache/spark, default 3.5.9), BENCH_GO
 # (1 runs the Go benchmarks, default 1), BENCH_SCALE (1 runs the scale
 # program, default 1), BENCH_USERS (distinct sessions of the many-users
-# load, 1000; 0 skips it), BENCH_USERS_DURATION (60s).
+# load, 1000; 0 skips it), BENCH_USERS_DURATION (60s), BENCH_SG_CGROUP (a
+# cgroup directory the OIDC sparkgate is started in, to measure it, the
+# many-users load above all, under a container's memory limit; default
+# none).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -35,6 +38,7 @@ users_duration="${BENCH_USERS_DURATION:-60s}"
 run_scale="${BENCH_SCALE:-1}"
 spark_version="${BENCH_SPARK:-3.5.9}"
 run_go="${BENCH_GO:-1}"
+sg_cgroup="${BENCH_SG_CGROUP:-}"
 o2p_version="v7.15.6"
 static_id="local-1700000000001" # the static upstream's app id, distinct from the driver's
 
@@ -410,7 +414,14 @@ discovery:
   interval: 2s
   static: ["$static_url"]
 EOF
-  start_bg sparkgate-oidc env SPARKGATE_OIDC_CLIENT_SECRET="$secret" \
+  in_cgroup=()
+  if [ -n "$sg_cgroup" ]; then
+    # The process joins the group before sparkgate starts, which reads
+    # the group's memory limit once (GOMEMLIMIT).
+    in_cgroup=(sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$sg_cgroup")
+    note "sparkgate (OIDC) cgroup memory limit" "$(cat "$sg_cgroup/memory.max" 2>/dev/null || cat "$sg_cgroup/memory.limit_in_bytes") bytes"
+  fi
+  start_bg sparkgate-oidc "${in_cgroup[@]}" env SPARKGATE_OIDC_CLIENT_SECRET="$secret" \
     SPARKGATE_SESSION_KEYS="$(head -c 32 /dev/urandom | base64)" \
     bin/sparkgate -config "$out/conf/sparkgate-oidc.yaml"
   sgo_pid="$last_pid"

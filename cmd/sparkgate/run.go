@@ -28,6 +28,7 @@ func run(ctx context.Context, cfg Config) error {
 	}
 	defer lg.close()
 	logger := lg.main
+	setMemoryLimit(logger)
 
 	authn, err := auth.New(ctx, cfg.Auth, cfg.PublicURL, logger.Named("auth"))
 	if err != nil {
