@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -67,7 +68,7 @@ func cgroupMemoryLimit(self []byte, root string) (limit int64, ok bool) {
 					break
 				}
 			}
-		case hasController(parts[1], "memory"):
+		case slices.Contains(strings.Split(parts[1], ","), "memory"):
 			// cgroup v1; inside a container the group is often mounted as
 			// the controller's root.
 			files = append(files, filepath.Join(root, "memory", parts[2], "memory.limit_in_bytes"),
@@ -80,15 +81,6 @@ func cgroupMemoryLimit(self []byte, root string) (limit int64, ok bool) {
 		}
 	}
 	return limit, ok
-}
-
-func hasController(list, name string) bool {
-	for c := range strings.SplitSeq(list, ",") {
-		if c == name {
-			return true
-		}
-	}
-	return false
 }
 
 // noLimitV1 is what cgroup v1 reports for no limit, rounded down to a page:
