@@ -257,6 +257,12 @@ type stripState struct {
 	owedBad bool
 	// link holds a confirmation link and the token output after it.
 	link []byte
+	// mayKill says the caller has found, with mayBeKill on the values
+	// judgeControl reads, that the start tag being handled outside any
+	// removed element may be a kill control: judge need not search the
+	// whole tag again (mayBeKill is sound, so a tag it would pass over is
+	// never a kill control either way).
+	mayKill bool
 }
 
 // maxKillID is the longest id a confirmation link carries (isDigits).
@@ -410,7 +416,7 @@ func (st *stripState) token(z tagAttrs, tt html.TokenType, raw []byte) []byte {
 // judge handles a token outside any removed element and returns the bytes
 // to pass on for it.
 func (st *stripState) judge(z tagAttrs, tt html.TokenType, name, raw []byte) []byte {
-	if (tt == html.StartTagToken || tt == html.SelfClosingTagToken) && isControlCandidate(name) && mayBeKill(raw) {
+	if (tt == html.StartTagToken || tt == html.SelfClosingTagToken) && isControlCandidate(name) && (st.mayKill || mayBeKill(raw)) {
 		st.scratch = append(st.scratch[:0], raw...)
 		cn := controlName(name)
 		if kill, u := judgeControl(z, cn, st.rewrite); kill {
@@ -526,15 +532,9 @@ func lowerName(dst, b []byte) []byte {
 // rawTextElement returns name if the tokenizer reads the element's content
 // as raw text (the same list as the tokenizer's), else "".
 func rawTextElement(name []byte) string {
-	for _, e := range rawTextElements {
-		if string(name) == e {
-			return e
-		}
-	}
-	return ""
+	_, rc := classifyTag(name)
+	return rc
 }
-
-var rawTextElements = []string{"iframe", "noembed", "noframes", "noscript", "plaintext", "script", "style", "textarea", "title", "xmp"}
 
 func isControlCandidate(name []byte) bool {
 	switch string(name) {

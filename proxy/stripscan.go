@@ -459,10 +459,14 @@ func (f *fastStripper) judge(b []byte, lt, end int, endTag bool) scanResult {
 	switch {
 	case endTag:
 		kept = f.st.token(nil, html.EndTagToken, raw)
-	case raw[len(raw)-2] != '/' && f.st.skip != "" && !f.st.needsAttrs(lowerName(f.lname[:0], raw[1:]), raw):
+	case f.st.skip != "" && f.skipsUnread(raw):
 		kept = f.st.token(nil, html.StartTagToken, raw)
 	case f.attrs.read(raw):
+		// Outside a removed element the tag is judged because scanAttrs
+		// found it may be a kill control.
+		f.st.mayKill = f.st.skip == ""
 		kept = f.st.token(&f.attrs, f.attrs.tt, raw)
+		f.st.mayKill = false
 	default:
 		z := f.judgeTokenizer()
 		f.j.feeder.b = raw
@@ -482,6 +486,16 @@ func (f *fastStripper) judge(b []byte, lt, end int, endTag bool) scanResult {
 		return scanDrain
 	}
 	return scanWait
+}
+
+// skipsUnread reports whether the start tag raw, inside a removed
+// element, can be handled with its attributes unread: when token does not
+// read them (needsAttrs) and whether it is self-closing does not matter,
+// which it does not for a void element (skipToken opens nothing for
+// either) nor for a tag that does not end in "/>".
+func (f *fastStripper) skipsUnread(raw []byte) bool {
+	name := lowerName(f.lname[:0], raw[1:])
+	return !f.st.needsAttrs(name, raw) && (raw[len(raw)-2] != '/' || isVoid(name))
 }
 
 // stripBufs is room for the buffers of a stream's stripState.
