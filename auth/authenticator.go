@@ -235,15 +235,14 @@ func (a *Authenticator) currentSession(ctx context.Context, r *http.Request) (s 
 		return nil, false, nil
 	}
 	now := a.now()
-	due := !now.Before(s.Expiry) || (!s.RefreshAt.IsZero() && !now.Before(s.RefreshAt))
-	if !due {
-		return s, renewed, nil
-	}
-	if a.oidc == nil || s.RefreshToken == "" || !*a.cfg.Session.Refresh {
-		if now.Before(s.Expiry) {
-			return s, renewed, nil
-		}
+	if !now.Before(s.Expiry) {
+		// A session ends at its expiry, refresh token or not: a sign-out
+		// is remembered for one session TTL (revocations), so a copy of
+		// the cookie renewed past its expiry would outlive it.
 		return nil, false, nil
+	}
+	if s.RefreshAt.IsZero() || now.Before(s.RefreshAt) || a.oidc == nil || s.RefreshToken == "" || !*a.cfg.Session.Refresh {
+		return s, renewed, nil
 	}
 	ns, err := a.inflight.do(key, func() (*session, error) {
 		// Another request may have renewed this cookie's session just now.
@@ -267,13 +266,11 @@ func (a *Authenticator) currentSession(ctx context.Context, r *http.Request) (s 
 		a.sessions.Remove(key)
 		a.refreshed.Remove(key)
 		return nil, false, nil
-	case now.Before(s.Expiry):
+	default:
 		// The provider is unreachable but the session itself is still
 		// valid: keep serving it rather than sign everyone out.
 		a.logger.Warn("session refresh failed; keeping session", zap.String("user", s.User), zap.Error(err))
 		return s, renewed, nil
-	default:
-		return nil, false, fmt.Errorf("refreshing session of %s: %w", s.User, err)
 	}
 }
 

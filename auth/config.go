@@ -132,8 +132,9 @@ type SessionConfig struct {
 	// (comma-separated); in local mode a random key when none is set.
 	// Replicas behind one load balancer must share them.
 	Keys []string `yaml:"keys"`
-	// TTL is how long a session lasts before the user signs in again (or it
-	// is refreshed). Default: 8h.
+	// TTL is how long a session lasts from sign-in or its last renewal
+	// (which is due when its ID token expires); one past it is not renewed,
+	// the user signs in again. Default: 8h.
 	TTL time.Duration `yaml:"ttl"`
 	// CookieSecure marks cookies Secure. Default: true when the public URL
 	// is https.

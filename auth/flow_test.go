@@ -346,6 +346,40 @@ func TestSessionExpiresWithoutRefresh(t *testing.T) {
 	}
 }
 
+// A session ends at its expiry even with a refresh token the provider
+// still honours: a sign-out is remembered one TTL, so a copy of the cookie
+// taken before it, renewed once past its expiry, would bring the session
+// back. A session in use is renewed before then and goes on.
+func TestSessionEndsAtExpiryDespiteRefreshToken(t *testing.T) {
+	e := newFlowEnv(t, nil)
+	c := newBrowser(t, true)
+	e.signIn(t, c, "/")
+	nf := newBrowser(t, false)
+	nf.Jar = c.Jar
+	e.clock.Advance(8*time.Hour + time.Minute) // the default TTL
+	resp, _ := get(t, nf, e.gw.srv.URL+"/p")
+	if got := location(t, resp); !strings.Contains(got, "/oauth2/login") {
+		t.Errorf("past the TTL with a live refresh token redirected to %q; want the login", got)
+	}
+	if _, _, refresh := e.idp.counts(); refresh != 0 {
+		t.Errorf("refresh grants = %d; want 0", refresh)
+	}
+
+	e = newFlowEnv(t, nil)
+	e.signIn(t, c, "/")
+	e.clock.Advance(8*time.Hour - time.Minute) // the ID token long expired, within the TTL
+	if resp, _ := get(t, nf, e.gw.srv.URL+"/p"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("within the TTL = %d; want 200", resp.StatusCode)
+	}
+	e.clock.Advance(2 * time.Hour) // past the first value's expiry, within the renewed one's
+	if resp, _ := get(t, nf, e.gw.srv.URL+"/p"); resp.StatusCode != http.StatusOK {
+		t.Errorf("renewed session 2h later = %d; want 200", resp.StatusCode)
+	}
+	if _, _, refresh := e.idp.counts(); refresh != 2 {
+		t.Errorf("refresh grants = %d; want 2", refresh)
+	}
+}
+
 // sessionCookies returns the gateway's session cookies in the jar.
 func sessionCookies(t testing.TB, c *http.Client, base string) []*http.Cookie {
 	t.Helper()
