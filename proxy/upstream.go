@@ -330,6 +330,12 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 		return err
 	}
 	if id, ok := executorsListApp(st.route.Path); ok {
+		if st.route.AppID != "" {
+			// A driver's list is of its own app, whatever id the path
+			// asked for: the links, and the pods they name, are the
+			// routed app's, never another's the user may not see.
+			id = st.route.AppID
+		}
 		// Executor log links lead through the gateway (execlogs.go).
 		return rewriteExecutorLogs(resp, id, st.onAppHost, s.appPodLinks(id, st.onAppHost))
 	}
@@ -349,6 +355,9 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 		}
 		resp.Body = body
 		h.Del("Content-Encoding")
+		// The announced length was the encoded one: the page's own is
+		// unknown, and a page read whole is held only up to wholePageMax.
+		resp.ContentLength = -1
 	}
 	if st.killApp != nil && s.mayKill(st) {
 		resp.Body = NewConfirmLinkReader(resp.Body, st.prefix)

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"compress/gzip"
 	"compress/zlib"
 	"context"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -247,5 +249,44 @@ func TestHistoryServerLoading500AskedAgain(t *testing.T) {
 		if n := tc.b.count(tc.upstream); n != tc.asks {
 			t.Errorf("%s: upstream asked %d times; want %d", tc.name, n, tc.asks)
 		}
+	}
+}
+
+// TestEncodedPageNotHeldWhole: a compressed page is judged by its decoded
+// size. Its announced length is the encoded one, and a page announced as
+// fitting is read whole: 64 KiB of gzip that inflate to 8 MiB would be held
+// at once (a bomb of 512 KiB, at 1000:1, about half a gigabyte). It streams
+// instead, stripped, and is not sent with a length.
+func TestEncodedPageNotHeldWhole(t *testing.T) {
+	h := newHarness(t, nil)
+	row := `<tr><td><a href="/jobs/job/kill/?id=3" class="kill-link">(kill)</a></td></tr>` + "\n"
+	page := "<table>" + strings.Repeat(row, (8<<20)/len(row)) + "</table>"
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = io.WriteString(zw, page)
+	_ = zw.Close()
+	d := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html;charset=utf-8")
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Header().Set("Content-Length", strconv.Itoa(gz.Len()))
+		_, _ = w.Write(gz.Bytes())
+	}))
+	t.Cleanup(d.Close)
+	if gz.Len() > wholePageMax {
+		t.Fatalf("the gzip page is %d bytes; it must announce a length that fits (%d)", gz.Len(), wholePageMax)
+	}
+	u, _ := url.Parse(d.URL)
+	h.reg.Store(discovery.NewSnapshot([]*discovery.App{{ID: appLive, Name: "etl", User: "alice",
+		State: discovery.Running, UIURL: u, Source: "static"}}))
+
+	resp, body := h.do(t, "GET", "/app/"+appLive+"/jobs/", "alice", nil)
+	if resp.StatusCode != http.StatusOK || strings.Contains(body, "kill") {
+		t.Fatalf("gzip page = %d, %d bytes, kill links kept: %v; want 200 stripped", resp.StatusCode, len(body), strings.Contains(body, "kill"))
+	}
+	if resp.ContentLength != -1 {
+		t.Errorf("8 MiB decoded page sent with Content-Length %d; want streamed (its size was not known in time)", resp.ContentLength)
+	}
+	if want := strings.Count(page, "<tr>"); strings.Count(body, "<tr>") != want {
+		t.Errorf("rows = %d; want %d", strings.Count(body, "<tr>"), want)
 	}
 }
