@@ -65,7 +65,11 @@ func rewriteExecutorLogs(resp *http.Response, appID string, onAppHost bool, pods
 // rewriteExecutorList copies a JSON array of executors from r to w with
 // each executorLogs value replaced by the gateway's link.
 func rewriteExecutorList(w io.Writer, r io.Reader, appID string, onAppHost bool, pods map[string]string) error {
-	dec := json.NewDecoder(r)
+	// Each executor is read whole, so each is bounded: a driver (or a
+	// small gzip answer) could otherwise make one as large as it likes.
+	br := &budgetReader{r: r}
+	dec := json.NewDecoder(br)
+	br.left = maxExecutorEntry
 	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
 		return fmt.Errorf("executors list: %w", errors.Join(errNotArray, err))
 	}
@@ -73,6 +77,7 @@ func rewriteExecutorList(w io.Writer, r io.Reader, appID string, onAppHost bool,
 		return err
 	}
 	for i := 0; dec.More(); i++ {
+		br.left = maxExecutorEntry
 		var e map[string]json.RawMessage
 		if err := dec.Decode(&e); err != nil {
 			return fmt.Errorf("executors list: %w", err)
@@ -105,6 +110,30 @@ func rewriteExecutorList(w io.Writer, r io.Reader, appID string, onAppHost bool,
 		return errors.New("executors list: data after the array")
 	}
 	return nil
+}
+
+// maxExecutorEntry bounds the bytes read for one executor of a list (one
+// of Spark's is some kilobytes), past what the decoder had read ahead.
+const maxExecutorEntry = 1 << 20
+
+var errExecutorTooLarge = errors.New("executors list: an executor's entry is over 1 MiB")
+
+// budgetReader reads r until left bytes are read, then fails.
+type budgetReader struct {
+	r    io.Reader
+	left int
+}
+
+func (b *budgetReader) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, errExecutorTooLarge
+	}
+	if len(p) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= n
+	return n, err
 }
 
 // gatewayLogLinks maps {"stdout": "http://worker/…", …} to the gateway's

@@ -1,7 +1,10 @@
 package proxy
 
 import (
+	"bytes"
+	"compress/gzip"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -327,5 +330,40 @@ func TestExecutorsListApp(t *testing.T) {
 		if id != tc.id || ok != tc.ok {
 			t.Errorf("executorsListApp(%q) = %q, %v; want %q, %v", tc.in, id, ok, tc.id, tc.ok)
 		}
+	}
+}
+
+// TestExecutorEntryBounded: the executors list is rewritten one executor at
+// a time, each read whole; an entry past maxExecutorEntry ends the answer
+// rather than be held (here 8 MiB from 8 KiB of gzip).
+func TestExecutorEntryBounded(t *testing.T) {
+	h := newHarness(t, nil)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = io.WriteString(zw, `[{"id":"1","executorLogs":{},"x":"`+strings.Repeat("a", 8<<20)+`"},{"id":"2"}]`)
+	_ = zw.Close()
+	d := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Encoding", "gzip")
+		_, _ = w.Write(gz.Bytes())
+	}))
+	t.Cleanup(d.Close)
+	u, _ := url.Parse(d.URL)
+	h.reg.Store(discovery.NewSnapshot([]*discovery.App{{ID: appLive, Name: "etl", User: "alice",
+		State: discovery.Running, UIURL: u, Source: "static"}}))
+
+	req, err := http.NewRequest(http.MethodGet, h.gw.URL+"/app/"+appLive+"/api/v1/applications/"+appLive+"/executors", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.AddCookie(&http.Cookie{Name: sessionName, Value: "alice"})
+	resp, err := h.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil || len(body) > maxExecutorEntry {
+		t.Errorf("an 8 MiB executor entry: read %d bytes, error %v; want the answer cut short", len(body), err)
 	}
 }

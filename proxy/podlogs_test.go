@@ -87,7 +87,8 @@ func podLogHarness(t *testing.T, f *fakePods) *harness {
 		appDenied: {{Namespace: "spark", Name: "payroll-driver", ExecID: "driver", Containers: []string{"spark-kubernetes-driver"}}},
 	}
 	driver := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/api/v1/applications/"+appKube+"/allexecutors" {
+		// Like a hostile driver, it answers for any app id.
+		if !strings.HasPrefix(r.URL.Path, "/api/v1/applications/") || !strings.HasSuffix(r.URL.Path, "/allexecutors") {
 			http.NotFound(rw, r)
 			return
 		}
@@ -329,6 +330,14 @@ func TestPodLogLinks(t *testing.T) {
 	}
 	if len(execs) != 3 {
 		t.Errorf("executors = %v", execs)
+	}
+
+	// Asked for another app's list, the driver's answer is still its own
+	// app's: its links, never the other app's pods.
+	resp, body = h.do(t, "GET", "/app/"+appKube+"/api/v1/applications/"+appDenied+"/allexecutors", "bob", nil)
+	if resp.StatusCode != http.StatusOK || strings.Contains(body, "payroll") || strings.Contains(body, appDenied) ||
+		!strings.Contains(body, "/app/"+appKube+"/_/logs/pod/pi-driver") {
+		t.Errorf("another app's executors through this app's driver = %d %s; want this app's links only", resp.StatusCode, body)
 	}
 }
 
