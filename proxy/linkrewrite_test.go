@@ -41,6 +41,12 @@ func TestMasterLink(t *testing.T) {
 		{`<a href=" javascript:alert(1)">`, `<a>`},
 		{`<img src="http://other:1/x.png" alt="x">`, `<img alt="x">`},
 		{`<a href="#top">`, `<a href="/master/m1/app/?appId=x#top">`},
+		// Reverse-proxy mode: an app's page at its bookmark, a worker's nowhere.
+		{`<a href="/proxy/` + appLive + `/jobs/?id=1#x">`, `<a href="/app/` + appLive + `/jobs/?id=1#x">`},
+		{`<a href="http://master.internal:8080/proxy/` + appLive + `">`, `<a href="/app/` + appLive + `/">`},
+		{`<a href="/master/m1/proxy/` + appLive + `/stages/">`, `<a href="/app/` + appLive + `/stages/">`},
+		{`<a href="/proxy/worker-20261201120000-10.0.0.1-35000/">`, `<a>`},
+		{`<a href="/proxy">`, `<a>`},
 		{`<script>var a = "<a href='http://w.internal:8081/'>";</script>`, `<script>var a = "<a href='http://w.internal:8081/'>";</script>`},
 	}
 	for _, tc := range tests {

@@ -73,6 +73,12 @@ func (s *Server) serveMaster(w http.ResponseWriter, r *http.Request, st *reqStat
 		return &httpError{Status: http.StatusNotFound, Title: "Not served",
 			Msg: "the master's own daemon log is not served through sparkgate"}
 	}
+	if isMasterProxy(st.route.Path) {
+		// In reverse-proxy mode the master relays /proxy/<id>/ to any
+		// active app's driver or worker: past the app's own ACLs.
+		return &httpError{Status: http.StatusNotFound, Title: "Not served",
+			Msg: "the master's reverse proxy to drivers and workers is not served through sparkgate: an app's pages are at /app/<appId>/, for those its ACLs let in"}
+	}
 	s.auditMaster(st, m, true)
 	st.prefix, st.xfc, st.master = m.prefix, m.prefix, m
 	s.proxy(w, r, st, m.base, "standalone master "+m.name)
@@ -126,8 +132,12 @@ func masterLink(v string, base *webURL, prefix string, apps, hs map[string]strin
 		return "", false
 	}
 	if u.sameOrigin(base) {
-		if isDaemonLog(strings.TrimPrefix(u.Path, prefix)) {
+		p := strings.TrimPrefix(u.Path, prefix)
+		if isDaemonLog(p) {
 			return "", false
+		}
+		if isMasterProxy(p) {
+			return masterProxyLink(u, p)
 		}
 		return rewriteLocation(v, base, prefix)
 	}
@@ -153,6 +163,31 @@ func masterLink(v string, base *webURL, prefix string, apps, hs map[string]strin
 		return rewriteLocation(v, &webURL{Scheme: u.Scheme, Host: u.Host, Port: u.Port}, "/hs/"+name)
 	}
 	return "", false
+}
+
+// isMasterProxy reports whether a master path is under its reverse proxy
+// (spark.ui.reverseProxy): /proxy/<app or worker id>/….
+func isMasterProxy(p string) bool {
+	return p == "/proxy" || strings.HasPrefix(p, "/proxy/")
+}
+
+// masterProxyLink maps a link of the master's reverse proxy, p: an app's
+// (/proxy/<appId>/…) becomes the same page at the app's bookmark, which
+// checks the app's ACLs; a worker's loses its address.
+func masterProxyLink(u webURL, p string) (string, bool) {
+	id, tail, _ := strings.Cut(strings.TrimPrefix(p, "/proxy/"), "/")
+	if !ValidAppID(id) || strings.HasPrefix(id, "worker-") {
+		return "", false
+	}
+	var b strings.Builder
+	b.WriteString("/app/" + id + "/" + tail)
+	if u.HasQuery {
+		b.WriteString("?" + u.Query)
+	}
+	if u.HasFragment {
+		b.WriteString("#" + u.Fragment)
+	}
+	return b.String(), true
 }
 
 // isDaemonLog reports whether a master path is its daemon log (4.x

@@ -126,9 +126,19 @@ func TestMasterAccessAndKill(t *testing.T) {
 	if len(*seen) != 0 {
 		t.Errorf("master received %v; want nothing", *seen)
 	}
-	h2, _ := masterHarness(t, true)
+	h2, seen2 := masterHarness(t, true)
 	if resp, _ := h2.do(t, "GET", "/master/m1/", "alice", nil); resp.StatusCode != http.StatusOK {
 		t.Errorf("with everyone: alice GET /master/m1/ = %d; want 200", resp.StatusCode)
+	}
+	// The master's reverse proxy would relay to any app's driver (or a
+	// worker) past that app's ACLs: not served.
+	for _, p := range []string{"proxy/" + appLive + "/jobs/", "proxy/worker-20261201120000-10.0.0.1-35000/logPage/?appId=" + appLive + "&logType=stdout", "proxy", "proxy/"} {
+		if resp, _ := h2.do(t, "GET", "/master/m1/"+p, "alice", nil); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("with everyone: alice GET /master/m1/%s = %d; want 404", p, resp.StatusCode)
+		}
+	}
+	if len(*seen2) != 1 {
+		t.Errorf("master received %v; want only GET /", *seen2)
 	}
 }
 
