@@ -52,6 +52,22 @@ type mapped struct {
 	domain string // lower-case, of a verified email; "" when none
 }
 
+// emailUnverified reads an email_verified claim: true, or the string
+// "true" (Amazon Cognito's userinfo sends strings), says verified; false,
+// "false" or anything else does not. A provider that states nothing (no
+// claim, or null) is taken at its word, as oauth2-proxy does.
+func emailUnverified(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return !v
+	case string:
+		return !strings.EqualFold(v, "true")
+	}
+	return true
+}
+
 // mapIdentity turns the claims of an ID token, access token or userinfo
 // answer into a user and groups. It is pure so that every mapping rule is
 // table-tested; an error means the claims name no usable user.
@@ -64,10 +80,7 @@ func mapIdentity(claims map[string]any, m claimMapping) (mapped, error) {
 	if !ok || user == "" {
 		return mapped{}, fmt.Errorf("claim %q is not a non-empty string", m.UserClaim)
 	}
-	unverified := false
-	if v, ok := claims["email_verified"].(bool); ok && !v {
-		unverified = true
-	}
+	unverified := emailUnverified(claims["email_verified"])
 	var domain string
 	if m.UserClaim == "email" {
 		if unverified {
