@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"compress/gzip"
 	"compress/zlib"
 	"context"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -339,7 +341,14 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 		// Executor log links lead through the gateway (execlogs.go).
 		return rewriteExecutorLogs(resp, id, st.onAppHost, s.appPodLinks(id, st.onAppHost))
 	}
-	if !isHTML(h.Get("Content-Type")) || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
+	if resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
+		return nil
+	}
+	if _, ok := h["Content-Type"]; !ok && resp.Request.Method != http.MethodHead {
+		sniffContentType(resp)
+	}
+	if !slices.ContainsFunc(h.Values("Content-Type"), isHTML) {
+		// No value is HTML (browsers read the last, net/http the first).
 		return nil
 	}
 	if resp.Request.Method == http.MethodHead {
@@ -348,7 +357,8 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 		h.Del("Content-Length")
 		return nil
 	}
-	if ce := h.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+	// Every value: "identity" then "gzip" is gzip to a browser.
+	if ce := strings.Join(h.Values("Content-Encoding"), ","); ce != "" && !strings.EqualFold(ce, "identity") {
 		body, err := decodeBody(ce, resp.Body)
 		if err != nil {
 			return fmt.Errorf("%w: %q: %w", errEncodedHTML, ce, err)
@@ -393,6 +403,20 @@ func (s *Server) mayKill(st *reqState) bool {
 	v := s.authz.Authorize(st.ident, st.killApp, nil, Modify)
 	s.auditDecision(st, st.killApp, nil, Modify, v, "kill links")
 	return v.Allow
+}
+
+// sniffContentType names the type of resp's body, which its upstream did
+// not: as net/http's server would (http.DetectContentType over its first
+// 512 bytes), which it would then send, so that a page it would call HTML
+// is stripped as HTML.
+func sniffContentType(resp *http.Response) {
+	br := bufio.NewReaderSize(resp.Body, 512)
+	head, _ := br.Peek(512) // a read error shows again at the next read
+	resp.Header.Set("Content-Type", http.DetectContentType(head))
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{br, resp.Body}
 }
 
 // isHTML reports whether a browser may render a response of this

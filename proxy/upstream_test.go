@@ -290,3 +290,47 @@ func TestEncodedPageNotHeldWhole(t *testing.T) {
 		t.Errorf("rows = %d; want %d", strings.Count(body, "<tr>"), want)
 	}
 }
+
+// TestUpstreamContentTypeJudgedWhole: a page is stripped whenever a browser
+// may render it as HTML: with no Content-Type (net/http would sniff one
+// and send text/html), or with two of which one is HTML (browsers read the
+// last); two Content-Encodings are read together, and "identity, gzip" is
+// refused as gzip the gateway did not ask for.
+func TestUpstreamContentTypeJudgedWhole(t *testing.T) {
+	h := newHarness(t, nil)
+	page := `<html><body><p>job <a href="/jobs/job/kill/?id=3" class="kill-link">(kill)</a></p></body></html>`
+	d := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/none/":
+			w.Header()["Content-Type"] = nil // no Content-Type, and no sniffing here
+		case "/two/":
+			w.Header()["Content-Type"] = []string{"text/plain", "text/html"}
+		case "/two-encodings/":
+			w.Header().Set("Content-Type", "text/html")
+			w.Header()["Content-Encoding"] = []string{"identity", "gzip"}
+			zw := gzip.NewWriter(w)
+			_, _ = io.WriteString(zw, page)
+			_ = zw.Close()
+			return
+		}
+		_, _ = io.WriteString(w, page)
+	}))
+	t.Cleanup(d.Close)
+	u, _ := url.Parse(d.URL)
+	h.reg.Store(discovery.NewSnapshot([]*discovery.App{{ID: appLive, Name: "etl", User: "alice",
+		State: discovery.Running, UIURL: u, Source: "static"}}))
+
+	for _, p := range []string{"/none/", "/two/"} {
+		resp, body := h.do(t, "GET", "/app/"+appLive+p, "alice", nil)
+		if resp.StatusCode != http.StatusOK || strings.Contains(body, "kill") || !strings.Contains(body, "<p>job") {
+			t.Errorf("GET %s = %d %q; want 200 with the kill link gone", p, resp.StatusCode, body)
+		}
+	}
+	resp, _ := h.do(t, "GET", "/app/"+appLive+"/none/", "alice", nil)
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
+		t.Errorf("sniffed page's Content-Type = %q; want text/html, as sniffed", ct)
+	}
+	if resp, body := h.do(t, "GET", "/app/"+appLive+"/two-encodings/", "alice", nil); resp.StatusCode != http.StatusBadGateway {
+		t.Errorf("HTML in identity, gzip = %d %q; want 502", resp.StatusCode, body)
+	}
+}
