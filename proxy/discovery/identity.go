@@ -17,8 +17,15 @@ import (
 //  2. Where the source itself names the app (the ResourceManager's id, the
 //     pod's spark-app-selector label, the master's list, the log's app-id
 //     line), the driver must report that id.
-//  3. The first verified owner keeps the id: a second address answering for
-//     it with another owner is refused.
+//  3. A ResourceManager or a standalone master binds an id to an address
+//     itself (it gave the app that id), where a log line, a pod label, a
+//     probe or a static entry only repeats what the driver's owner wrote:
+//     its address replaces one such a weaker source found first, and once
+//     it has named an app, no weaker source's address may take the id over
+//     after the app ends (while the ended app is remembered,
+//     ended_retention).
+//  4. Otherwise the first verified owner keeps the id: a second address
+//     answering for it with another owner is refused.
 //
 // A refused claim is logged and counted (sparkgate_discovery_conflicts_total)
 // once per address and id, and the address is not asked again for a while.
@@ -37,10 +44,60 @@ func (d *Discoverer) claimConflict(t *target, info driverInfo) string {
 			return fmt.Sprintf("History Server %s says the app's owner is %q", ha.Ref.Server, ha.User)
 		}
 	}
-	if old := d.apps[info.ID]; old != nil && old.app.User != info.User {
+	old := d.apps[info.ID]
+	if old == nil {
+		return ""
+	}
+	if old.key != t.c.key() {
+		switch strong, oldStrong := namesApp(t.c, info.ID), bindsIDs(old.app.Source); {
+		case strong && !oldStrong:
+			return "" // rule 3: this address replaces the weaker one (onVerified)
+		case oldStrong && !strong && old.app.State != Running:
+			return fmt.Sprintf("%s named the app at %s, where it has ended", old.app.Source, u2s(old.app.UIURL))
+		}
+	}
+	if old.app.User != info.User {
 		return fmt.Sprintf("the app was verified first at %s with owner %q", u2s(old.app.UIURL), old.app.User)
 	}
 	return ""
+}
+
+// bindsIDs reports whether a source gives apps their ids and binds them to
+// addresses itself: a YARN ResourceManager (the id it assigned, at its web
+// proxy's path for that id) or a standalone master (the id it assigned,
+// with the address the driver registered with it).
+func bindsIDs(source string) bool {
+	k := sourceKind(source)
+	return k == "yarn" || k == "master"
+}
+
+// namesApp reports whether c's source binds the app id to c's address.
+func namesApp(c candidate, id string) bool {
+	return bindsIDs(c.source) && c.appID != "" && sameApp(c.appID, id)
+}
+
+// replaceWeaker withdraws the live app a weaker source found under id at
+// another address, for t, whose source names the app (rule 3): quietly if
+// it reports the same owner (the same driver found twice, as a log line
+// and by the ResourceManager), as a refused claim if another.
+func (d *Discoverer) replaceWeaker(t *target, info driverInfo) {
+	old := d.apps[info.ID]
+	if old == nil || old.key == t.c.key() || bindsIDs(old.app.Source) {
+		return
+	}
+	if old.app.User != info.User {
+		d.evictClaim(info.ID, fmt.Sprintf("%s names the app at %s", t.c.source, u2s(t.c.url)))
+		return
+	}
+	delete(d.apps, info.ID)
+	for _, ot := range d.targets {
+		if ot.appID == info.ID {
+			ot.appID = ""
+		}
+	}
+	d.dirty = true
+	d.log.Debug("app's address replaced by the source that names it", zap.String("app_id", info.ID),
+		zap.String("upstream", u2s(t.c.url)), zap.String("source", t.c.source), zap.String("replaced", u2s(old.app.UIURL)))
 }
 
 // refuseClaim records a refused claim at t and backs off from t.

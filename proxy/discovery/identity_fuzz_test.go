@@ -18,7 +18,12 @@ import (
 //     live;
 //   - a live app that a History Server lists has the record's owner;
 //   - an id, once registered, keeps its owner for as long as the gateway
-//     holds it: a claim with another owner never replaces it;
+//     holds it: a claim with another owner never replaces it, but for one
+//     from a source that names the app (a ResourceManager's, a master's)
+//     over one a weaker source found;
+//   - an id such a source named is never taken over by a weaker source's
+//     claim at another address, running or ended, for as long as the
+//     gateway holds it;
 //   - a claim whose id is not the one its source names is never registered.
 //
 // No network is involved: the Discoverer's Run-goroutine methods are called
@@ -34,6 +39,8 @@ func FuzzIdentity(f *testing.F) {
 	f.Add([]byte{1, 2, 1, 0, 0, 0, 2, 2, 0, 3, 1, 2, 2, 1, 3})
 	f.Add([]byte{0, 1, 0, 3, 2, 0, 1, 0, 3, 2, 1, 3, 4, 3, 5, 0, 3})
 	f.Add([]byte{0, 0, 5, 0, 0, 0, 0, 5, 1, 2, 4, 0, 3, 2, 0, 0, 3})
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 1, 0, 1, 1})       // a weak claim, then the source's own, another owner
+	f.Add([]byte{0, 1, 0, 0, 1, 4, 0, 0, 0, 0, 0, 0}) // the source's app ends; a weak claim of its id
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		checkIdentitySequence(t, ops)
 	})
@@ -71,7 +78,12 @@ func checkIdentitySequence(t *testing.T, ops []byte) {
 		}
 		d.onHistory([][]historyApp{list}, []bool{true})
 	}
-	owners := map[string]string{} // id → owner while the gateway holds the id
+	type holder struct {
+		user   string
+		strong bool   // found by a source that names the app
+		key    string // at this address
+	}
+	owners := map[string]holder{} // while the gateway holds the id
 
 	for step := 0; len(ops) > 0; step++ {
 		now = now.Add(time.Second)
@@ -126,8 +138,13 @@ func checkIdentitySequence(t *testing.T, ops []byte) {
 		snap := d.reg.Load()
 
 		for id, a := range d.apps {
-			if o, ok := owners[id]; ok && o != a.app.User {
-				t.Fatalf("step %d: %s: owner of %s changed from %s to %s", step, desc, id, o, a.app.User)
+			o, ok := owners[id]
+			strong := bindsIDs(a.app.Source)
+			if ok && o.user != a.app.User && (o.strong || !strong) {
+				t.Fatalf("step %d: %s: owner of %s changed from %s to %s", step, desc, id, o.user, a.app.User)
+			}
+			if ok && o.strong && !strong && o.key != a.key {
+				t.Fatalf("step %d: %s: %s, named by its source, taken over by %s", step, desc, id, a.app.Source)
 			}
 		}
 		for id := range owners {
@@ -136,7 +153,7 @@ func checkIdentitySequence(t *testing.T, ops []byte) {
 			}
 		}
 		for id, a := range d.apps {
-			owners[id] = a.app.User
+			owners[id] = holder{a.app.User, bindsIDs(a.app.Source), a.key}
 		}
 		for id, ha := range hist {
 			a, ok := snap.Lookup(id)

@@ -246,3 +246,60 @@ func TestHistoryListBufferKept(t *testing.T) {
 		t.Errorf("buffer capacity %d after a refused answer; want it let go", got)
 	}
 }
+
+// TestSourceNamedAddressReplacesWeaker: a server a static entry (or a
+// probe, a log, a pod) found first claims an id, as a future id is easy to
+// guess; the standalone master then names that id at another address. The
+// master's address replaces the first, whichever owner that claimed; a
+// claim with another owner is counted as refused, one with the same owner
+// (the same driver found twice) is not.
+func TestSourceNamedAddressReplacesWeaker(t *testing.T) {
+	t.Parallel()
+	for _, owner := range []string{"alice", "mallory"} {
+		first := newFakeDriver(t, "app-7-0001")
+		first.claim("app-7-0001", owner)
+		d, reg := startDiscoverer(t, Config{Static: []string{first.srv.URL}})
+		waitFor(t, reg, "the first claim live", live("app-7-0001"))
+		named := newFakeDriver(t, "app-7-0001") // alice's
+		d.send(context.Background(), func() {
+			d.offer(candidate{url: named.url(), source: "master:m", appID: "app-7-0001"})
+		})
+		waitFor(t, reg, "the master's address", func(s *Snapshot) bool {
+			a, ok := s.Lookup("app-7-0001")
+			return ok && a.Live() && a.UIURL.String() == named.srv.URL && a.User == "alice"
+		})
+		want := uint64(0)
+		if owner != "alice" {
+			want = 1
+		}
+		eventually(t, "the refused claims counted", func() bool { return d.Conflicts()["static"] == want })
+		time.Sleep(300 * time.Millisecond) // rounds of the static entry
+		if a, _ := reg.Lookup("app-7-0001"); a.UIURL.String() != named.srv.URL || d.Conflicts()["static"] != want {
+			t.Errorf("first claim by %s: app at %s, %d refused claims; want the master's address, %d", owner, a.UIURL, d.Conflicts()["static"], want)
+		}
+	}
+}
+
+// TestSourceNamedAppNotTakenOverAfterItEnds: once the master has named an
+// app, another address found by a weaker source does not become the app
+// when it ends, with the same owner either: it would serve the owner's
+// bookmarks with its own pages and ACLs.
+func TestSourceNamedAppNotTakenOverAfterItEnds(t *testing.T) {
+	t.Parallel()
+	named := newFakeDriver(t, "app-9-0042")
+	d, reg := startDiscoverer(t, Config{})
+	d.send(context.Background(), func() {
+		d.offer(candidate{url: named.url(), source: "master:m", appID: "app-9-0042"})
+	})
+	waitFor(t, reg, "the app live", live("app-9-0042"))
+	other := newFakeDriver(t, "app-9-0042") // alice, as the app's owner
+	d.send(context.Background(), func() { d.offer(candidate{url: other.url(), source: "probe:x"}) })
+	named.srv.Close()
+	d.Suspect("app-9-0042")
+	waitFor(t, reg, "the app ended", ended("app-9-0042"))
+	d.send(context.Background(), func() { d.offer(candidate{url: other.url(), source: "probe:x"}) })
+	eventually(t, "the claim counted", func() bool { return d.Conflicts()["probe"] == 1 })
+	if a, _ := reg.Lookup("app-9-0042"); a.Live() || a.UIURL.String() == other.srv.URL {
+		t.Errorf("app = %+v; want the master's, ended", a)
+	}
+}

@@ -94,6 +94,9 @@ func (d *Discoverer) onVerified(t *target, info driverInfo, err error) {
 		return
 	}
 	t.fails, t.refused = 0, ""
+	if namesApp(t.c, info.ID) {
+		d.replaceWeaker(t, info)
+	}
 	if old := d.apps[info.ID]; old != nil && old.app.State == Running && old.key != key {
 		t.appID = info.ID // the same driver under a second address
 		return
