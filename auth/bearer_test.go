@@ -137,3 +137,52 @@ func TestBearerHeaderParsing(t *testing.T) {
 		}
 	}
 }
+
+// TestBearerBadSignaturesFetchKeysRarely: go-oidc fetches the provider's
+// keys again for every token whose signature fails; tokens with the right
+// issuer and a made-up signature, which anyone can send, make at most one
+// fetch in keyFetchEvery, and a valid token still verifies meanwhile.
+func TestBearerBadSignaturesFetchKeysRarely(t *testing.T) {
+	e := newFlowEnv(t, nil)
+	now := e.clock.Now()
+	claims := map[string]any{"iss": e.idp.issuer(), "aud": "sparkgate", "sub": "u-2", "preferred_username": "bob",
+		"iat": now.Unix(), "exp": now.Add(time.Hour).Unix()}
+	valid := e.idp.sign(claims)
+	otherKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := func(token string) int {
+		req, _ := http.NewRequest(http.MethodGet, e.gw.srv.URL+"/api", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := newBrowser(t, false).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := ask(valid); code != http.StatusOK {
+		t.Fatalf("valid token = %d; want 200", code)
+	}
+	for i := range 20 {
+		kid := "k1"
+		if i%2 == 1 {
+			kid = "unknown-" + string(rune('a'+i))
+		}
+		claims["sub"] = "u-" + string(rune('a'+i))
+		if code := ask(signWith(t, jose.RS256, otherKey, kid, claims)); code == http.StatusOK {
+			t.Fatalf("token %d signed with another key = 200", i)
+		}
+	}
+	claims["sub"] = "u-3"
+	if code := ask(e.idp.sign(claims)); code != http.StatusOK {
+		t.Errorf("valid token after the bad ones = %d; want 200", code)
+	}
+	e.idp.mu.Lock()
+	n := e.idp.jwksCount
+	e.idp.mu.Unlock()
+	if n > 2 {
+		t.Errorf("the provider's keys were fetched %d times for 22 tokens; want at most 2 (the first verification, one refetch)", n)
+	}
+}

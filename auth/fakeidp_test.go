@@ -67,6 +67,7 @@ type fakeIDP struct {
 	pkceChecked          int
 	refreshCount         int
 	userinfoCount        int
+	jwksCount            int
 }
 
 func newFakeIDP(t testing.TB, clock *fakeClock) *fakeIDP {
@@ -120,6 +121,9 @@ func (p *fakeIDP) discovery(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (p *fakeIDP) jwks(w http.ResponseWriter, _ *http.Request) {
+	p.mu.Lock()
+	p.jwksCount++
+	p.mu.Unlock()
 	writeJSON(w, jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &p.key.PublicKey, KeyID: "k1", Algorithm: "RS256", Use: "sig"}}})
 }
 

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"sync"
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -54,9 +56,13 @@ func newOIDCClient(ctx context.Context, cfg OIDCConfig, allowedDomains []string,
 	}
 	var meta struct {
 		EndSession string `json:"end_session_endpoint"`
+		JWKS       string `json:"jwks_uri"`
 	}
 	if err := provider.Claims(&meta); err != nil {
 		return nil, fmt.Errorf("reading discovery document of %s: %w", cfg.Issuer, err)
+	}
+	if u, err := url.Parse(meta.JWKS); err == nil {
+		hc.Transport = &keyFetchLimit{next: http.DefaultTransport, url: u.String(), every: keyFetchEvery}
 	}
 	c := &oidcClient{
 		cfg:      cfg,
@@ -91,6 +97,41 @@ func newOIDCClient(ctx context.Context, cfg OIDCConfig, allowedDomains []string,
 		c.endSessionURL = meta.EndSession
 	}
 	return c, nil
+}
+
+// keyFetchEvery is how often the provider's keys may be fetched. go-oidc
+// fetches them again whenever a token's signature does not verify with
+// the keys it has, so without a bound anyone could make every request a
+// request to the provider, with a token of the right issuer and a made-up
+// signature. A token signed with a key newer than the last fetch verifies
+// once the next fetch is allowed.
+const keyFetchEvery = 10 * time.Second
+
+var errKeyFetchTooSoon = errors.New("the provider's keys were fetched less than 10s ago")
+
+// keyFetchLimit passes one request for the provider's keys (url) per
+// every, and every other request as it is.
+type keyFetchLimit struct {
+	next  http.RoundTripper
+	url   string
+	every time.Duration
+
+	mu   sync.Mutex
+	last time.Time
+}
+
+func (l *keyFetchLimit) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.String() == l.url {
+		l.mu.Lock()
+		now := time.Now()
+		if !l.last.IsZero() && now.Sub(l.last) < l.every {
+			l.mu.Unlock()
+			return nil, errKeyFetchTooSoon
+		}
+		l.last = now
+		l.mu.Unlock()
+	}
+	return l.next.RoundTrip(r)
 }
 
 // callCtx bounds one call to the provider.
