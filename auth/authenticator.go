@@ -102,6 +102,7 @@ func New(ctx context.Context, cfg Config, publicURL string, logger *zap.Logger) 
 	if cfg.Session.CookieSecure != nil {
 		a.cookies.secure = *cfg.Session.CookieSecure
 	}
+	a.cookies.host = a.cookies.secure && a.cookies.path == "/"
 
 	keys := make([][]byte, 0, len(cfg.Session.Keys))
 	for _, k := range cfg.Session.Keys {
@@ -212,7 +213,7 @@ func (a *Authenticator) identify(r *http.Request) (Identity, bool, error) {
 // nil when there is none. renewed says the session differs from the
 // cookie, which should then be rewritten.
 func (a *Authenticator) currentSession(ctx context.Context, r *http.Request) (s *session, renewed bool, err error) {
-	value := readSessionValue(r)
+	value := readSessionValue(r, a.cookies.name(sessionCookie))
 	if value == "" {
 		return nil, false, nil
 	}

@@ -385,7 +385,7 @@ func sessionCookies(t testing.TB, c *http.Client, base string) []*http.Cookie {
 	t.Helper()
 	var out []*http.Cookie
 	for _, ck := range c.Jar.Cookies(mustURL(t, base+"/")) {
-		if isSessionCookieName(ck.Name) {
+		if isSessionCookieName(ck.Name, sessionCookie) {
 			out = append(out, ck)
 		}
 	}

@@ -22,13 +22,13 @@ func (a *Authenticator) serveCallback(w http.ResponseWriter, r *http.Request) er
 	if len(state) < loginIDLen {
 		return newHTTPError(http.StatusBadRequest, "The sign-in response has no valid state.", nil)
 	}
-	name := loginCookiePrefix + state[:loginIDLen]
+	name := a.cookies.name(loginCookiePrefix) + state[:loginIDLen]
 	c, err := r.Cookie(name)
 	if err != nil {
 		return newHTTPError(http.StatusBadRequest, "This sign-in has expired or was started in another browser.", err)
 	}
 	// The login cookie is used once, whatever happens next.
-	http.SetCookie(w, a.cookies.cookie(name, "", -1, a.basePath+"/oauth2/"))
+	http.SetCookie(w, a.cookies.cookie(name, "", -1, a.basePath+a.cookies.loginPath()))
 	var ls loginState
 	if err := a.codec.decode(name, c.Value, &ls); err != nil {
 		return newHTTPError(http.StatusBadRequest, "This sign-in has expired or was started in another browser.", fmt.Errorf("login cookie: %w", err))

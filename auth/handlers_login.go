@@ -61,13 +61,13 @@ func (a *Authenticator) serveLogin(w http.ResponseWriter, r *http.Request) error
 		Return:   rd,
 		Expiry:   a.now().Add(loginTTL),
 	}
-	name := loginCookiePrefix + ls.State[:loginIDLen]
+	name := a.cookies.name(loginCookiePrefix) + ls.State[:loginIDLen]
 	value, err := a.codec.encode(name, &ls)
 	if err != nil {
 		return err
 	}
 	a.capLoginCookies(w, r)
-	http.SetCookie(w, a.cookies.cookie(name, value, int(loginTTL/time.Second), a.basePath+"/oauth2/"))
+	http.SetCookie(w, a.cookies.cookie(name, value, int(loginTTL/time.Second), a.basePath+a.cookies.loginPath()))
 	authURL := a.oidc.oauth2.AuthCodeURL(ls.State,
 		oauth2.S256ChallengeOption(ls.Verifier),
 		oidc.Nonce(ls.Nonce))
@@ -80,7 +80,7 @@ func (a *Authenticator) serveLogin(w http.ResponseWriter, r *http.Request) error
 func (a *Authenticator) capLoginCookies(w http.ResponseWriter, r *http.Request) {
 	var names []string
 	for _, c := range r.Cookies() {
-		if strings.HasPrefix(c.Name, loginCookiePrefix) {
+		if strings.HasPrefix(c.Name, a.cookies.name(loginCookiePrefix)) {
 			names = append(names, c.Name)
 		}
 	}
@@ -88,7 +88,7 @@ func (a *Authenticator) capLoginCookies(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	for _, n := range names {
-		http.SetCookie(w, a.cookies.cookie(n, "", -1, a.basePath+"/oauth2/"))
+		http.SetCookie(w, a.cookies.cookie(n, "", -1, a.basePath+a.cookies.loginPath()))
 	}
 }
 

@@ -239,7 +239,7 @@ func TestRenewWaitsForTheLockHolder(t *testing.T) {
 	e.clock.Advance(10 * time.Minute)
 	a := e.a.auth.Load()
 	// Find the session's ID, and hold its lock as another replica would.
-	value := readSessionValue(cookieRequest(t, c, e.a.srv.URL))
+	value := readSessionValue(cookieRequest(t, c, e.a.srv.URL), sessionCookie)
 	var s session
 	if err := a.codec.decode(sessionCookie, value, &s); err != nil {
 		t.Fatal(err)
@@ -332,12 +332,12 @@ func TestRenewedSessionBoundToItsCookie(t *testing.T) {
 		t.Fatal("renewal on replica a failed")
 	}
 	ctx := context.Background()
-	value := readSessionValue(cookieRequest(t, c, e.a.srv.URL))
+	value := readSessionValue(cookieRequest(t, c, e.a.srv.URL), sessionCookie)
 	sealed, err := e.redis.client().Get(ctx, e.cfg.Session.Redis.KeyPrefix+"renewed:"+sessionKey(value)).Result()
 	if err != nil {
 		t.Fatalf("renewed session in redis: %v", err)
 	}
-	mvalue := readSessionValue(cookieRequest(t, mallory, e.a.srv.URL))
+	mvalue := readSessionValue(cookieRequest(t, mallory, e.a.srv.URL), sessionCookie)
 	if _, err := openRenewed(mvalue, sealed); err == nil {
 		t.Error("a renewal opened with another cookie's value; want an error")
 	}

@@ -13,12 +13,20 @@ import (
 	"github.com/gorilla/securecookie"
 )
 
-// Cookie names. Every cookie of the gateway starts with "_sparkgate" so the
-// proxy can strip them all before a request goes upstream.
+// Cookie names (on https with hostPrefix in place of the "_": see
+// cookieOptions.name). The session's is also the name its values are
+// encoded under.
 const (
 	sessionCookie     = "_sparkgate_session"
 	loginCookiePrefix = "_sparkgate_login_"
 )
+
+// hostPrefix starts the gateway's cookie names on https. A browser takes a
+// cookie of such a name only from this very host, Secure, with Path=/ and
+// no Domain: a sibling host (another app's host under proxy.app_domain,
+// whose pages run a driver's scripts) can neither plant one for the
+// gateway's host nor shadow it with a cookie of a longer path.
+const hostPrefix = "__Host-"
 
 const (
 	// cookieChunk is the largest part of a split session cookie value; with
@@ -112,6 +120,25 @@ func (c *sessionCodec) decode(name, value string, dst any) error {
 type cookieOptions struct {
 	secure bool
 	path   string // "/" or the public URL's path prefix
+	// host says names take hostPrefix (secure, path "/").
+	host bool
+}
+
+// name is the cookie name of base ("_sparkgate_…").
+func (o cookieOptions) name(base string) string {
+	if o.host {
+		return hostPrefix + strings.TrimPrefix(base, "_")
+	}
+	return base
+}
+
+// loginPath is the path of the login cookies: /oauth2/, where they are
+// read, unless names take hostPrefix, which needs /.
+func (o cookieOptions) loginPath() string {
+	if o.host {
+		return "/"
+	}
+	return "/oauth2/"
 }
 
 func (o cookieOptions) cookie(name, value string, maxAge int, path string) *http.Cookie {
@@ -126,15 +153,15 @@ func (o cookieOptions) cookie(name, value string, maxAge int, path string) *http
 	}
 }
 
-// readSessionValue joins the session cookie from the request: either the
-// single cookie or the parts _0.._N in order.
-func readSessionValue(r *http.Request) string {
-	if c, err := r.Cookie(sessionCookie); err == nil {
+// readSessionValue joins the session cookie name from the request: either
+// the single cookie or the parts _0.._N in order.
+func readSessionValue(r *http.Request, name string) string {
+	if c, err := r.Cookie(name); err == nil {
 		return c.Value
 	}
 	var b strings.Builder
 	for i := range maxCookieParts {
-		c, err := r.Cookie(sessionCookie + "_" + strconv.Itoa(i))
+		c, err := r.Cookie(name + "_" + strconv.Itoa(i))
 		if err != nil {
 			break
 		}
@@ -151,13 +178,14 @@ func writeSession(w http.ResponseWriter, r *http.Request, opts cookieOptions, va
 		return fmt.Errorf("session of %d bytes is too large for cookies", len(value))
 	}
 	set := make(map[string]bool)
+	base := opts.name(sessionCookie)
 	if len(value) <= cookieChunk {
-		http.SetCookie(w, opts.cookie(sessionCookie, value, maxAge, opts.path))
-		set[sessionCookie] = true
+		http.SetCookie(w, opts.cookie(base, value, maxAge, opts.path))
+		set[base] = true
 	} else {
 		for i := 0; len(value) > 0; i++ {
 			n := min(cookieChunk, len(value))
-			name := sessionCookie + "_" + strconv.Itoa(i)
+			name := base + "_" + strconv.Itoa(i)
 			http.SetCookie(w, opts.cookie(name, value[:n], maxAge, opts.path))
 			set[name] = true
 			value = value[n:]
@@ -173,8 +201,9 @@ func clearSession(w http.ResponseWriter, r *http.Request, opts cookieOptions, ke
 	if keep == nil {
 		keep = make(map[string]bool)
 	}
+	base := opts.name(sessionCookie)
 	for _, c := range r.Cookies() {
-		if !isSessionCookieName(c.Name) || keep[c.Name] {
+		if !isSessionCookieName(c.Name, base) || keep[c.Name] {
 			continue
 		}
 		keep[c.Name] = true // each name once
@@ -182,11 +211,13 @@ func clearSession(w http.ResponseWriter, r *http.Request, opts cookieOptions, ke
 	}
 }
 
-func isSessionCookieName(name string) bool {
-	if name == sessionCookie {
+// isSessionCookieName reports whether name is the session cookie base, or
+// one of its parts.
+func isSessionCookieName(name, base string) bool {
+	if name == base {
 		return true
 	}
-	rest, ok := strings.CutPrefix(name, sessionCookie+"_")
+	rest, ok := strings.CutPrefix(name, base+"_")
 	if !ok {
 		return false
 	}

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
 )
 
 func testCodec(t testing.TB, keys ...string) *sessionCodec {
@@ -58,7 +60,7 @@ func TestSessionRoundTripAndSplit(t *testing.T) {
 			t.Errorf("%d groups: %d cookies; want %d", n, len(r.Cookies()), wantParts)
 		}
 		var got session
-		if err := c.decode(sessionCookie, readSessionValue(r), &got); err != nil {
+		if err := c.decode(sessionCookie, readSessionValue(r, sessionCookie), &got); err != nil {
 			t.Fatalf("%d groups: decode: %v", n, err)
 		}
 		if diff := cmp.Diff(*s, got); diff != "" {
@@ -93,7 +95,7 @@ func TestSessionCookieName(t *testing.T) {
 		"_sparkgate_session_": false, "_sparkgate_session_01": false, "_sparkgate_session_-1": false,
 		"_sparkgate_session_x": false, "_sparkgate_login_abc": false,
 	} {
-		if got := isSessionCookieName(name); got != want {
+		if got := isSessionCookieName(name, sessionCookie); got != want {
 			t.Errorf("isSessionCookieName(%q) = %v; want %v", name, got, want)
 		}
 	}
@@ -130,4 +132,41 @@ func FuzzSessionDecode(f *testing.F) {
 			t.Fatalf("Authenticate(cookie %q) signed in", value)
 		}
 	})
+}
+
+// TestHostPrefixedCookiesOnHTTPS: on https the gateway's cookies are named
+// with __Host- (Secure, Path=/, no Domain), which a browser takes only from
+// the gateway's very host; a _sparkgate_session cookie, which a sibling
+// host (another app's, under proxy.app_domain) could plant for the whole
+// site, is not read.
+func TestHostPrefixedCookiesOnHTTPS(t *testing.T) {
+	e := newFlowEnv(t, nil)
+	a, err := New(context.Background(), oidcConfig(e.idp, e.key), "https://gw.example", zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &session{ID: "s1", User: "mallory", Method: MethodSession, Expiry: time.Now().Add(time.Hour)}
+	w := httptest.NewRecorder()
+	if err := a.saveSession(w, httptest.NewRequest(http.MethodGet, "https://gw.example/", nil), s); err != nil {
+		t.Fatal(err)
+	}
+	cks := w.Result().Cookies()
+	if len(cks) != 1 || cks[0].Name != "__Host-sparkgate_session" || !cks[0].Secure || cks[0].Path != "/" || cks[0].Domain != "" {
+		t.Fatalf("session cookies = %v; want one __Host-sparkgate_session, Secure, Path=/, no Domain", cks)
+	}
+	for name, want := range map[string]bool{"__Host-sparkgate_session": true, "_sparkgate_session": false} {
+		r := httptest.NewRequest(http.MethodGet, "https://gw.example/", nil)
+		r.AddCookie(&http.Cookie{Name: name, Value: cks[0].Value})
+		id, ok, err := a.Authenticate(r)
+		if err != nil || ok != want || (ok && id.User != "mallory") {
+			t.Errorf("cookie %s: signed in %v as %q (%v); want %v", name, ok, id.User, err, want)
+		}
+	}
+
+	w = httptest.NewRecorder()
+	a.Handler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "https://gw.example/oauth2/login?rd=%2F", nil))
+	cks = w.Result().Cookies()
+	if len(cks) != 1 || !strings.HasPrefix(cks[0].Name, "__Host-sparkgate_login_") || !cks[0].Secure || cks[0].Path != "/" {
+		t.Errorf("login cookies = %v; want one __Host-sparkgate_login_…, Secure, Path=/", cks)
+	}
 }

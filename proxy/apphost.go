@@ -24,6 +24,16 @@ import (
 // host with a one-time token, and the app's host answers it with a cookie
 // of its own (host-only: no Domain attribute), bound to that app alone.
 
+// appCookieName is appCookie's name: on https "__Host-sparkgate_app",
+// which a browser takes only from the app's very host (Secure, Path=/, no
+// Domain), so that another app's host cannot plant or shadow it.
+func (s *Server) appCookieName() string {
+	if s.publicURL.Scheme == "https" {
+		return "__Host-" + strings.TrimPrefix(appCookie, "_")
+	}
+	return appCookie
+}
+
 // appCookie is the app host's own session cookie. Its name starts with
 // CookiePrefix, so it never reaches Spark.
 const appCookie = CookiePrefix + "_app"
@@ -186,7 +196,7 @@ func (s *Server) serveAppHostPath(w http.ResponseWriter, r *http.Request, st *re
 	if r.URL.Path == "/oauth2/logout" {
 		// The "sign out" link of the gateway's pages shown on this host:
 		// this host's cookie goes, and the main origin signs out.
-		http.SetCookie(w, &http.Cookie{Name: appCookie, Value: "", Path: "/", MaxAge: -1, //nolint:gosec // G124: a deletion; attributes as when set
+		http.SetCookie(w, &http.Cookie{Name: s.appCookieName(), Value: "", Path: "/", MaxAge: -1, //nolint:gosec // G124: a deletion; attributes as when set
 			HttpOnly: true, Secure: s.publicURL.Scheme == "https", SameSite: http.SameSiteLaxMode})
 		w.Header().Set("Location", s.publicURL.Scheme+"://"+s.publicURL.Host+"/oauth2/logout")
 		w.WriteHeader(http.StatusSeeOther)
@@ -206,7 +216,7 @@ func (s *Server) serveAppHostPath(w http.ResponseWriter, r *http.Request, st *re
 	}
 	st.route, st.routed = rt, true
 	st.json = wantsJSON(r, rt)
-	c, err := r.Cookie(appCookie)
+	c, err := r.Cookie(s.appCookieName())
 	var claims appClaims
 	ok := false
 	if err == nil {
@@ -242,7 +252,7 @@ func (s *Server) acceptHandOff(w http.ResponseWriter, r *http.Request, st *reqSt
 			Msg: "this sign-in link was used already or has expired; open the application from the index again"}
 	}
 	http.SetCookie(w, &http.Cookie{ //nolint:gosec // G124: HttpOnly and SameSite=Lax always; Secure when the public URL is https
-		Name:  appCookie,
+		Name:  s.appCookieName(),
 		Value: s.sealClaims("cookie", appClaims{App: id, User: c.User, Groups: c.Groups, Method: c.Method, Exp: s.now().Add(appCookieTTL).Unix()}),
 		// No Domain: the cookie is this app's host's alone.
 		Path: "/", MaxAge: int(appCookieTTL / time.Second),

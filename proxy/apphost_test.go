@@ -231,3 +231,34 @@ func TestAppHostKillConfirm(t *testing.T) {
 		t.Errorf("driver got %s?%s; want the kill of job 7", got.Path, got.RawQuery)
 	}
 }
+
+// TestAppHostCookieHostPrefixed: on https the app host's cookie is
+// __Host-sparkgate_app (Secure, Path=/, no Domain), which a browser takes
+// only from that very host: another app's host cannot plant one for it,
+// and one named _sparkgate_app, which it could plant for all the app
+// hosts, is not read.
+func TestAppHostCookieHostPrefixed(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(o *Options) {
+		o.Config.AppDomain = "apps.test"
+		o.PublicURL = "https://gw.test:8443"
+	})
+	alice := &http.Cookie{Name: sessionName, Value: "alice"}
+	appHost := appLive + ".apps.test:8443"
+	resp := h.onHost(t, "gw.test:8443", "/app/"+appLive+"/jobs/", alice)
+	handoff := strings.TrimPrefix(resp.Header.Get("Location"), "https://"+appHost)
+	resp = h.onHost(t, appHost, handoff)
+	var app *http.Cookie
+	for _, c := range resp.Cookies() {
+		app = c
+	}
+	if app == nil || app.Name != "__Host-sparkgate_app" || !app.Secure || app.Path != "/" || app.Domain != "" {
+		t.Fatalf("hand-off cookie = %v; want __Host-sparkgate_app, Secure, Path=/, no Domain", app)
+	}
+	if resp := h.onHost(t, appHost, "/jobs/", app); resp.StatusCode != http.StatusOK {
+		t.Errorf("app host with %s = %d; want 200", app.Name, resp.StatusCode)
+	}
+	if resp := h.onHost(t, appHost, "/jobs/", &http.Cookie{Name: appCookie, Value: app.Value}); resp.StatusCode != http.StatusFound {
+		t.Errorf("app host with %s = %d; want 302 to the main origin (not read)", appCookie, resp.StatusCode)
+	}
+}
