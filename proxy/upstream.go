@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/http/httputil"
 	"net/url"
 	"slices"
@@ -163,6 +164,7 @@ func (u *upstreams) newReverseProxy(t *upstreamTarget) *httputil.ReverseProxy {
 			transport = loadRetry{u.transport}
 		}
 	}
+	transport = no1xx{transport}
 	return &httputil.ReverseProxy{
 		// Rewrite (not Director): forwarding headers the client sent are
 		// already removed when it runs, and Out is a copy, so nothing here
@@ -199,6 +201,29 @@ func (u *upstreams) newReverseProxy(t *upstreamTarget) *httputil.ReverseProxy {
 		ErrorHandler:   s.proxyError,
 		ErrorLog:       zap.NewStdLog(s.log.Named("reverseproxy")),
 	}
+}
+
+// no1xx hides the reverse proxy's trace from the transport, which then
+// reads an upstream's informational (1xx) answers and drops them.
+// ReverseProxy would pass each on to the client with its headers, past
+// dropOriginHeaders (a 103 with Set-Cookie or Clear-Site-Data), and then
+// clear the header map of the answer, the gateway's own headers in it.
+// Spark sends none.
+type no1xx struct{ rt http.RoundTripper }
+
+func (n no1xx) RoundTrip(r *http.Request) (*http.Response, error) {
+	return n.rt.RoundTrip(r.WithContext(untraced{r.Context()}))
+}
+
+// untraced is a context without httptrace hooks.
+type untraced struct{ context.Context }
+
+func (c untraced) Value(k any) any {
+	v := c.Context.Value(k)
+	if _, ok := v.(*httptrace.ClientTrace); ok {
+		return nil
+	}
+	return v
 }
 
 // loadRetry asks a History Server again, after loadRetryDelays, while it

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"compress/zlib"
@@ -9,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
+	"net/textproto"
 	"net/url"
 	"strconv"
 	"strings"
@@ -332,5 +335,59 @@ func TestUpstreamContentTypeJudgedWhole(t *testing.T) {
 	}
 	if resp, body := h.do(t, "GET", "/app/"+appLive+"/two-encodings/", "alice", nil); resp.StatusCode != http.StatusBadGateway {
 		t.Errorf("HTML in identity, gzip = %d %q; want 502", resp.StatusCode, body)
+	}
+}
+
+// TestUpstreamInformationalDropped: an upstream's 103 (Spark sends no 1xx)
+// does not reach the client, with its Set-Cookie and Clear-Site-Data, and
+// the final answer keeps the gateway's own headers.
+func TestUpstreamInformationalDropped(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				tp := textproto.NewReader(bufio.NewReader(c))
+				_, _ = tp.ReadLine()
+				_, _ = tp.ReadMIMEHeader()
+				_, _ = io.WriteString(c, "HTTP/1.1 103 Early Hints\r\nSet-Cookie: "+CookiePrefix+"_session=planted; Path=/\r\n"+
+					"Clear-Site-Data: \"*\"\r\nLink: </x>; rel=preload\r\n\r\n"+
+					"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok")
+			}()
+		}
+	}()
+	h := newHarness(t, nil)
+	u, _ := url.Parse("http://" + ln.Addr().String())
+	h.reg.Store(discovery.NewSnapshot([]*discovery.App{{ID: appLive, Name: "etl", User: "alice",
+		State: discovery.Running, UIURL: u, Source: "static"}}))
+	req, err := http.NewRequest(http.MethodGet, h.gw.URL+"/app/"+appLive+"/x", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.AddCookie(&http.Cookie{Name: sessionName, Value: "alice"})
+	var got []int
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		Got1xxResponse: func(code int, _ textproto.MIMEHeader) error { got = append(got, code); return nil },
+	}))
+	resp, err := h.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if len(got) != 0 {
+		t.Errorf("the client got informational answers %v; want none", got)
+	}
+	if resp.StatusCode != http.StatusOK || string(body) != "ok" || resp.Header.Get("Set-Cookie") != "" ||
+		resp.Header.Get("Clear-Site-Data") != "" || resp.Header.Get("X-Request-Id") == "" {
+		t.Errorf("answer = %d %q, headers %v; want 200 ok with X-Request-Id and no Set-Cookie or Clear-Site-Data", resp.StatusCode, body, resp.Header)
 	}
 }
