@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -187,11 +188,46 @@ func (k *kubeSource) podLog(ctx context.Context, p Pod, o PodLogOptions) (io.Rea
 
 // AppPods lists an app's driver and executor pods as the Kubernetes
 // source's caches hold them (no API request); none without the source.
+//
+// The label that names a pod's app is anyone's to set who may create a
+// pod in a watched namespace: only the pods in the namespace of the app's
+// driver are its own, the one where the Kubernetes source found the driver
+// it verified, or else the one its driver pods agree on (none if they do
+// not).
 func (d *Discoverer) AppPods(appID string) []Pod {
 	if d.kube == nil {
 		return nil
 	}
-	return d.kube.appPods(appID)
+	ns := ""
+	if a, ok := d.reg.Load().Lookup(appID); ok {
+		if rest, ok := strings.CutPrefix(a.Source, "kubernetes:"); ok {
+			ns, _, _ = strings.Cut(rest, "/")
+		}
+	}
+	return inNamespace(d.kube.appPods(appID), ns)
+}
+
+// inNamespace keeps the pods in namespace ns, or if ns is "", in the one
+// namespace of the driver pods among them (none if there are several).
+func inNamespace(pods []Pod, ns string) []Pod {
+	if ns == "" {
+		for _, p := range pods {
+			if p.ExecID != "driver" {
+				continue
+			}
+			if ns != "" && ns != p.Namespace {
+				return nil
+			}
+			ns = p.Namespace
+		}
+	}
+	out := pods[:0]
+	for _, p := range pods {
+		if p.Namespace == ns {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // PodLog opens the log of one of an app's pods (a Pod AppPods returned)

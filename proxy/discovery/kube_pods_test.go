@@ -3,6 +3,7 @@ package discovery
 import (
 	"context"
 	"io"
+	"slices"
 	"testing"
 	"time"
 
@@ -103,5 +104,36 @@ func TestKubeAppPods(t *testing.T) {
 	last := cs.Actions()[len(cs.Actions())-1].(k8stesting.GenericAction)
 	if o := last.GetValue().(*corev1.PodLogOptions); o.TailLines != nil || o.LimitBytes != nil || o.Follow {
 		t.Errorf("log options without limits = %+v", o)
+	}
+}
+
+// TestInNamespace: an app's pods are those in its driver's namespace, as
+// discovery found the driver, or as its driver pods agree; anyone who may
+// create pods elsewhere can label them with the app's id.
+func TestInNamespace(t *testing.T) {
+	t.Parallel()
+	pods := []Pod{
+		{Namespace: "team", Name: "drv", ExecID: "driver"},
+		{Namespace: "aaa", Name: "fake-exec-1", ExecID: "1"},
+		{Namespace: "team", Name: "exec-1", ExecID: "1"},
+	}
+	names := func(ps []Pod) (out []string) {
+		for _, p := range ps {
+			out = append(out, p.Namespace+"/"+p.Name)
+		}
+		return out
+	}
+	if got := names(inNamespace(slices.Clone(pods), "team")); !slices.Equal(got, []string{"team/drv", "team/exec-1"}) {
+		t.Errorf("in the driver's namespace: %v", got)
+	}
+	if got := names(inNamespace(slices.Clone(pods), "")); !slices.Equal(got, []string{"team/drv", "team/exec-1"}) {
+		t.Errorf("in the driver pods' namespace: %v", got)
+	}
+	two := append(slices.Clone(pods), Pod{Namespace: "aaa", Name: "fake-drv", ExecID: "driver"})
+	if got := inNamespace(two, ""); len(got) != 0 {
+		t.Errorf("driver pods in two namespaces: %v; want none", names(got))
+	}
+	if got := names(inNamespace(slices.Clone(two), "team")); !slices.Equal(got, []string{"team/drv", "team/exec-1"}) {
+		t.Errorf("driver pods in two namespaces, the driver found in team: %v", got)
 	}
 }
