@@ -243,11 +243,17 @@ func (c *client) getBodyInto(ctx context.Context, base *url.URL, p string, limit
 	trimmed := bytes.TrimSpace(body)
 	isJSON := len(trimmed) > 0 && (trimmed[0] == '[' || trimmed[0] == '{')
 	if resp.StatusCode != http.StatusOK {
-		if resp.StatusCode == http.StatusNotFound && (!isJSON || trimmed[0] == '{') {
+		switch {
+		case resp.StatusCode == http.StatusNotFound && (!isJSON || trimmed[0] == '{'):
 			// Real drivers answer 404 between the port line and the
 			// moment the API handlers are attached: Jetty's error page,
 			// which is a JSON object when the request accepts JSON.
 			return nil, u, fmt.Errorf("%s: status %d: %w", u.Redacted(), resp.StatusCode, errNotJSON)
+		case resp.StatusCode == http.StatusFound && redirectsToJobs(resp):
+			// And, once the "/" handler is attached and the API's not
+			// yet (SparkUI.initialize attaches them in that order), a
+			// redirect of every path to /jobs/.
+			return nil, u, fmt.Errorf("%s: status %d to /jobs/: %w", u.Redacted(), resp.StatusCode, errNotJSON)
 		}
 		return nil, u, fmt.Errorf("%s: status %d: %w", u.Redacted(), resp.StatusCode, errNotDriver)
 	}
@@ -255,6 +261,13 @@ func (c *client) getBodyInto(ctx context.Context, base *url.URL, p string, limit
 		return nil, u, fmt.Errorf("%s: %w", u.Redacted(), errNotJSON)
 	}
 	return trimmed, u, nil
+}
+
+// redirectsToJobs reports whether resp redirects to a path that ends in
+// /jobs/ (Spark's root redirect, under whatever prefix).
+func redirectsToJobs(resp *http.Response) bool {
+	loc, err := resp.Location()
+	return err == nil && strings.HasSuffix(loc.Path, "/jobs/")
 }
 
 // driverApp asks a UI for its one application.

@@ -167,20 +167,23 @@ func TestVerifyStartupAnswers(t *testing.T) {
 		ct     string
 		body   string
 		hang   bool
+		loc    string
 	}
-	placeholder := answer{200, "text/html;charset=utf-8", "Spark is starting up. Please wait a while until it's ready.", false}
+	placeholder := answer{200, "text/html;charset=utf-8", "Spark is starting up. Please wait a while until it's ready.", false, ""}
 	tests := []struct {
 		name    string
 		answers []answer // then the app list
 		wantErr bool
 		wantHit int64
 	}{
-		{"placeholder then json 404", []answer{placeholder, {404, "application/json", jetty404, false}}, false, 3},
-		{"html 404", []answer{{404, "text/html;charset=iso-8859-1", "<html><body>Error 404 Not Found</body></html>", false}}, false, 2},
+		{"placeholder then json 404", []answer{placeholder, {404, "application/json", jetty404, false, ""}}, false, 3},
+		{"html 404", []answer{{404, "text/html;charset=iso-8859-1", "<html><body>Error 404 Not Found</body></html>", false, ""}}, false, 2},
+		{"root redirect before the API", []answer{{302, "", "", false, "http://127.0.0.1:4040/jobs/"}}, false, 2},
+		{"another redirect", []answer{{302, "", "", false, "http://rm.internal:8088/proxy/application_1_1/"}}, true, 1},
 		{"placeholder then a hang", []answer{placeholder, {hang: true}, {hang: true}, {hang: true}}, false, 5},
 		{"hangs without placeholder, few times", []answer{{hang: true}, {hang: true}}, false, 3},
 		{"hangs without placeholder, too often", []answer{{hang: true}, {hang: true}, {hang: true}, {hang: true}}, true, 3},
-		{"json array 404", []answer{{404, "application/json", `[]`, false}}, true, 1},
+		{"json array 404", []answer{{404, "application/json", `[]`, false, ""}}, true, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -203,6 +206,9 @@ func TestVerifyStartupAnswers(t *testing.T) {
 						return
 					}
 					w.Header().Set("Content-Type", a.ct)
+					if a.loc != "" {
+						w.Header().Set("Location", a.loc)
+					}
 					w.WriteHeader(a.status)
 					fmt.Fprint(w, a.body)
 					return
