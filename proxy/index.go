@@ -18,6 +18,10 @@ const (
 	indexMaxPageSize = 1000
 )
 
+// indexMaxPage bounds ?page=: with indexMaxPageSize rows a page, far past
+// any list.
+const indexMaxPage = 1 << 20
+
 // indexRow is one app on the index page.
 type indexRow struct {
 	ID, Name, User, State string
@@ -96,7 +100,9 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request, st *reqState
 	}
 	page := 1
 	if n, err := strconv.Atoi(qv.Get("page")); err == nil && n > 1 {
-		page = n
+		// Bounded, so that (page-1)*size cannot overflow: a page past
+		// the last shows no rows either way.
+		page = min(n, indexMaxPage)
 	}
 	now := s.now()
 	vis := s.visibleApps(st)

@@ -155,6 +155,13 @@ func TestIndexRendersOnePage(t *testing.T) {
 	if got := rows(body); len(got) != 0 || !strings.Contains(body, `rel="prev" href="/?n=1&amp;q=night"`) {
 		t.Errorf("?q=night&n=1&page=2 = %v; want no rows and a link back to the first page:\n%s", got, body)
 	}
+	// A page number past any list, however large, is an empty page.
+	for _, p := range []string{"/?page=9223372036854775807", "/?sort=findings&page=9223372036854775807", "/?sort=findings&n=2&page=4611686018427387905"} {
+		resp, body := h.do(t, "GET", p, "alice", nil)
+		if resp.StatusCode != http.StatusOK || len(rows(body)) != 0 || strings.Contains(body, "(-") {
+			t.Errorf("GET %s = %d, rows %v; want 200 and no rows", p, resp.StatusCode, rows(body))
+		}
+	}
 	// Words of a query each match, as the page's script filters.
 	_, body = h.do(t, "GET", "/?q=alice+nightly", "alice", nil)
 	if got := rows(body); !cmp.Equal(got, []string{appHistory}) {
