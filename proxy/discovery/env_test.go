@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -75,12 +76,8 @@ func decodeEnvironmentReference(body []byte) (map[string]string, string, error) 
 			if kv[0] == "spark.ui.proxyBase" && (proxyBase == "" || !sys) {
 				proxyBase = kv[1]
 			}
-			for _, k := range aclKeys {
-				if kv[0] == k {
-					if _, set := acl[k]; !set || !sys {
-						acl[k] = kv[1]
-					}
-				}
+			if !sys && slices.Contains(aclKeys, kv[0]) {
+				acl[kv[0]] = kv[1]
 			}
 		}
 	}
@@ -101,6 +98,7 @@ func FuzzDecodeEnvironment(f *testing.F) {
 		`{"sparkProperties":[["spark.admin.acls","a"]],"sparkProperties":[["spark.admin.acls","b"]]}`,
 		`{"sparkProperties":[["spark.admin.acls","a"]],"sparkproperties":null}`,
 		`{"systemProperties":[["spark.ui.proxyBase","/sys"],["spark.acls.enable","false"]],"sparkProperties":[["spark.acls.enable","true"]]}`,
+		`{"systemProperties":[["spark.ui.view.acls","*"]],"sparkProperties":[["spark.acls.enable","true"]]}`,
 		`{"a":{"b":[1,2,{"c":"]}\"["}]},"sparkProperties":[["spark.ui.view.acls","x\"y"]],"z":-1.5e3,"t":true}`,
 		`{"sparkProperties":[null,[],["spark.acls.enable"],["spark.acls.enable","true","x"],["spark.admin.acls",null],[null,"v"]]}`,
 		`{"sparkProperties":[["spark.admin.acls","a\u0062\n"],["spark.ui.view.acls","\ud800"],["spark.modify.acls","caf\u00e9"]]}`,
@@ -136,6 +134,11 @@ func TestDecodeEnvironment(t *testing.T) {
 	want := map[string]string{"spark.acls.enable": "true", "spark.modify.acls": "alice", "spark.ui.view.acls": "alice,bob", "spark.ui.view.acls.groups": "analysts"}
 	if err != nil || !maps.Equal(acl, want) || pb != "" {
 		t.Errorf("decodeEnvironment(real-sized) = %v, %q, %v; want %v, \"\", nil", acl, pb, err, want)
+	}
+	// A system property grants nothing: Spark's SecurityManager reads SparkConf.
+	acl, pb, err = decodeEnvironment([]byte(`{"systemProperties":[["spark.ui.view.acls","*"],["spark.ui.proxyBase","/sys/"]],"sparkProperties":[["spark.acls.enable","true"]]}`))
+	if want := map[string]string{"spark.acls.enable": "true"}; err != nil || !maps.Equal(acl, want) || pb != "/sys" {
+		t.Errorf("decodeEnvironment(view ACLs as a system property) = %v, %q, %v; want %v, \"/sys\", nil", acl, pb, err, want)
 	}
 	for _, bad := range []string{`[]`, `{`, `{"a":[}`, `{"a":1,}`, `{"a":1} x`, `{"sparkProperties":[["a",1]]}`, `{"a":"x`, `{"a":` + strings.Repeat("[", envNestMax+1)} {
 		if _, _, err := decodeEnvironment([]byte(bad)); err == nil {

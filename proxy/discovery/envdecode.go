@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -30,7 +31,11 @@ const envNestMax = 10000
 var errEnvSyntax = errors.New("environment is not a JSON object")
 
 // decodeEnvironment reads the ACL properties and spark.ui.proxyBase from an
-// environment answer; a Spark property wins over a system property.
+// environment answer. The ACLs are Spark properties only, as Spark's
+// SecurityManager reads them from SparkConf (a system property that
+// SparkConf did not take in, such as one set after start-up, grants
+// nothing there); spark.ui.proxyBase, which Spark's UI reads as a system
+// property, is either, a Spark property first.
 func decodeEnvironment(body []byte) (map[string]string, string, error) {
 	sparkRaw, sysRaw, err := envArrays(body)
 	if err != nil {
@@ -41,12 +46,8 @@ func decodeEnvironment(body []byte) (map[string]string, string, error) {
 	scan := func(raw []byte, sys bool) error {
 		return eachPair(raw, func(k string, v func() (string, error)) error {
 			want := k == "spark.ui.proxyBase" && (proxyBase == "" || !sys)
-			for _, a := range aclKeys {
-				if k == a {
-					if _, set := acl[k]; !set || !sys {
-						want = true
-					}
-				}
+			if !sys && slices.Contains(aclKeys, k) {
+				want = true
 			}
 			if !want {
 				return nil
