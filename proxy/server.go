@@ -363,15 +363,13 @@ func (s *Server) authorize(st *reqState, app *discovery.App, hist *discovery.His
 		if s.wantACLs != nil {
 			s.wantACLs(app.ID)
 		}
-		where := "its driver's environment"
-		if hist != nil {
-			where = "its event log on History Server " + hist.Server
-		}
+		// Whether the app is live or finished, and where its lists are
+		// read from, is not said: the user may be one it keeps out.
 		return &httpError{
 			Status: http.StatusServiceUnavailable,
 			Title:  "Access lists not read yet",
-			Msg: fmt.Sprintf("sparkgate has not yet read the access lists of application %s from %s, so it cannot tell whether %s may %s it; this page reloads itself",
-				app.ID, where, st.ident.User, action),
+			Msg: fmt.Sprintf("sparkgate has not yet read the access lists of application %s, so it cannot tell whether %s may %s it; this page reloads itself",
+				app.ID, st.ident.User, action),
 			AppID:      app.ID,
 			RetryAfter: 2,
 		}
