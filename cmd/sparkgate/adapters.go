@@ -4,6 +4,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/sparkgate/sparkgate/auth"
 	"github.com/sparkgate/sparkgate/policy"
@@ -59,7 +60,7 @@ func (z *authorizer) Authorize(id proxy.Identity, app *discovery.App, hist *disc
 	var d policy.Decision
 	var props map[string]string
 	switch {
-	case hist == nil && !app.Live() && len(z.historyNames) > 0:
+	case hist == nil && !app.Live() && len(z.historyNames) > 0 && writesEventLog(app.ACLProps):
 		props = cmpOr(app.ACLProps, unknownACL)
 		d = z.decideEnded(sub, props, app.User, act)
 	case hist == nil:
@@ -80,8 +81,15 @@ func (z *authorizer) Authorize(id proxy.Identity, app *discovery.App, hist *disc
 	return proxy.Verdict{Allow: d.Allow, Reasons: d.Reasons, Grant: d.Grant, Ask: d.Ask}
 }
 
-// decideEnded judges an app whose driver has ended and that no History
-// Server lists yet. Its pages will come from a History Server, which
+// writesEventLog reports whether an app's properties (nil: not read yet)
+// may have it write an event log: spark.eventLog.enabled is "true" (in
+// any case, as Spark reads booleans), or unknown. Its default is false.
+func writesEventLog(props map[string]string) bool {
+	return props == nil || strings.EqualFold(props["spark.eventLog.enabled"], "true")
+}
+
+// decideEnded judges an app whose driver has ended, that writes an event
+// log, and that no History Server lists yet. Its pages will come from a History Server, which
 // applies its own rules to the ACLs of the event log (the driver's
 // environment, props): whoever one of them would let in gets the waiting
 // page now, rather than a "no" that turns into a "yes" once the server

@@ -67,8 +67,12 @@ func TestAuthorizeEndedAppByHistoryRules(t *testing.T) {
 		"b": {Name: "b", Enabled: true},
 		"a": {Name: "a", Enabled: true, AdminGroups: []string{"hs-admins"}},
 	})
-	props := map[string]string{"spark.acls.enable": "true", "spark.ui.view.acls.groups": "analysts"}
+	props := map[string]string{"spark.acls.enable": "true", "spark.ui.view.acls.groups": "analysts", "spark.eventLog.enabled": "true"}
 	ended := &discovery.App{ID: "app-1", User: "dave", State: discovery.Ended, ACLProps: props}
+	// Without an event log no History Server will ever list it: its own
+	// rules stand (spark.eventLog.enabled is false by default).
+	noLog := &discovery.App{ID: "app-3", User: "dave", State: discovery.Ended,
+		ACLProps: map[string]string{"spark.acls.enable": "true", "spark.ui.view.acls.groups": "analysts"}}
 	live := &discovery.App{ID: "app-2", User: "dave", State: discovery.Running, ACLProps: props,
 		UIURL: &url.URL{Scheme: "http", Host: "127.0.0.1:4040"}}
 	for _, tc := range []struct {
@@ -83,6 +87,8 @@ func TestAuthorizeEndedAppByHistoryRules(t *testing.T) {
 		{"ended, in the app's view group", ended, "alice", []string{"analysts"}, true},
 		{"ended, owner", ended, "dave", nil, true},
 		{"ended, nobody", ended, "eve", []string{"other"}, false},
+		{"ended without an event log, History Server admin group", noLog, "carol", []string{"hs-admins"}, false},
+		{"ended without an event log, in the app's view group", noLog, "alice", []string{"analysts"}, true},
 	} {
 		v := z.Authorize(proxy.Identity{User: tc.user, Groups: tc.groups}, tc.app, nil, proxy.View)
 		if v.Allow != tc.allow || v.Pending {

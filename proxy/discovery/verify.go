@@ -67,13 +67,17 @@ func retryDelay(elapsed time.Duration) time.Duration {
 	return retryCap
 }
 
-// aclKeys are the properties the policy needs, read from the environment.
+// aclKeys are the properties the policy needs, read from the environment:
+// the ACLs, and whether the app writes an event log (one that writes none
+// is never listed by a History Server, so an ended one keeps its own
+// rules).
 var aclKeys = []string{
 	"spark.acls.enable",
 	"spark.admin.acls", "spark.admin.acls.groups",
 	"spark.ui.view.acls", "spark.ui.view.acls.groups",
 	"spark.modify.acls", "spark.modify.acls.groups",
 	"spark.user.groups.mapping",
+	"spark.eventLog.enabled",
 }
 
 var (
