@@ -213,7 +213,7 @@ func (a *Authenticator) identify(r *http.Request) (Identity, bool, error) {
 // nil when there is none. renewed says the session differs from the
 // cookie, which should then be rewritten.
 func (a *Authenticator) currentSession(ctx context.Context, r *http.Request) (s *session, renewed bool, err error) {
-	value := readSessionValue(r, a.cookies.name(sessionCookie))
+	value := readSessionValue(r, a.cookies.sessionName())
 	if value == "" {
 		return nil, false, nil
 	}

@@ -22,7 +22,7 @@ func (a *Authenticator) serveCallback(w http.ResponseWriter, r *http.Request) er
 	if len(state) < loginIDLen {
 		return newHTTPError(http.StatusBadRequest, "The sign-in response has no valid state.", nil)
 	}
-	name := a.cookies.name(loginCookiePrefix) + state[:loginIDLen]
+	name := a.cookies.loginPrefix() + state[:loginIDLen]
 	c, err := r.Cookie(name)
 	if err != nil {
 		return newHTTPError(http.StatusBadRequest, "This sign-in has expired or was started in another browser.", err)

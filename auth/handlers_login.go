@@ -61,7 +61,7 @@ func (a *Authenticator) serveLogin(w http.ResponseWriter, r *http.Request) error
 		Return:   rd,
 		Expiry:   a.now().Add(loginTTL),
 	}
-	name := a.cookies.name(loginCookiePrefix) + ls.State[:loginIDLen]
+	name := a.cookies.loginPrefix() + ls.State[:loginIDLen]
 	value, err := a.codec.encode(name, &ls)
 	if err != nil {
 		return err
@@ -80,7 +80,7 @@ func (a *Authenticator) serveLogin(w http.ResponseWriter, r *http.Request) error
 func (a *Authenticator) capLoginCookies(w http.ResponseWriter, r *http.Request) {
 	var names []string
 	for _, c := range r.Cookies() {
-		if strings.HasPrefix(c.Name, a.cookies.name(loginCookiePrefix)) {
+		if strings.HasPrefix(c.Name, a.cookies.loginPrefix()) {
 			names = append(names, c.Name)
 		}
 	}

@@ -45,7 +45,7 @@ func (a *Authenticator) serveLogout(w http.ResponseWriter, r *http.Request) erro
 		return nil
 	}
 	var idToken, user string
-	if value := readSessionValue(r, a.cookies.name(sessionCookie)); value != "" {
+	if value := readSessionValue(r, a.cookies.sessionName()); value != "" {
 		var s session
 		if err := a.codec.decode(sessionCookie, value, &s); err == nil {
 			idToken, user = s.IDToken, s.User

@@ -13,12 +13,14 @@ import (
 	"github.com/gorilla/securecookie"
 )
 
-// Cookie names (on https with hostPrefix in place of the "_": see
-// cookieOptions.name). The session's is also the name its values are
-// encoded under.
+// Cookie names, and the same on https, with hostPrefix (see
+// cookieOptions.host). The session's plain name is also the name its
+// values are encoded under.
 const (
-	sessionCookie     = "_sparkgate_session"
-	loginCookiePrefix = "_sparkgate_login_"
+	sessionCookie         = "_sparkgate_session"
+	loginCookiePrefix     = "_sparkgate_login_"
+	hostSessionCookie     = hostPrefix + "sparkgate_session"
+	hostLoginCookiePrefix = hostPrefix + "sparkgate_login_"
 )
 
 // hostPrefix starts the gateway's cookie names on https. A browser takes a
@@ -124,12 +126,20 @@ type cookieOptions struct {
 	host bool
 }
 
-// name is the cookie name of base ("_sparkgate_…").
-func (o cookieOptions) name(base string) string {
+// sessionName is the session cookie's name.
+func (o cookieOptions) sessionName() string {
 	if o.host {
-		return hostPrefix + strings.TrimPrefix(base, "_")
+		return hostSessionCookie
 	}
-	return base
+	return sessionCookie
+}
+
+// loginPrefix starts the login cookies' names.
+func (o cookieOptions) loginPrefix() string {
+	if o.host {
+		return hostLoginCookiePrefix
+	}
+	return loginCookiePrefix
 }
 
 // loginPath is the path of the login cookies: /oauth2/, where they are
@@ -178,7 +188,7 @@ func writeSession(w http.ResponseWriter, r *http.Request, opts cookieOptions, va
 		return fmt.Errorf("session of %d bytes is too large for cookies", len(value))
 	}
 	set := make(map[string]bool)
-	base := opts.name(sessionCookie)
+	base := opts.sessionName()
 	if len(value) <= cookieChunk {
 		http.SetCookie(w, opts.cookie(base, value, maxAge, opts.path))
 		set[base] = true
@@ -201,7 +211,7 @@ func clearSession(w http.ResponseWriter, r *http.Request, opts cookieOptions, ke
 	if keep == nil {
 		keep = make(map[string]bool)
 	}
-	base := opts.name(sessionCookie)
+	base := opts.sessionName()
 	for _, c := range r.Cookies() {
 		if !isSessionCookieName(c.Name, base) || keep[c.Name] {
 			continue

@@ -24,19 +24,22 @@ import (
 // host with a one-time token, and the app's host answers it with a cookie
 // of its own (host-only: no Domain attribute), bound to that app alone.
 
-// appCookieName is appCookie's name: on https "__Host-sparkgate_app",
-// which a browser takes only from the app's very host (Secure, Path=/, no
-// Domain), so that another app's host cannot plant or shadow it.
+// appCookieName is appCookie's name, on https hostAppCookie: a browser
+// takes a "__Host-" cookie only from the app's very host (Secure, Path=/,
+// no Domain), so that another app's host cannot plant or shadow it.
 func (s *Server) appCookieName() string {
 	if s.publicURL.Scheme == "https" {
-		return "__Host-" + strings.TrimPrefix(appCookie, "_")
+		return hostAppCookie
 	}
 	return appCookie
 }
 
 // appCookie is the app host's own session cookie. Its name starts with
 // CookiePrefix, so it never reaches Spark.
-const appCookie = CookiePrefix + "_app"
+const (
+	appCookie     = CookiePrefix + "_app"
+	hostAppCookie = "__Host-sparkgate_app"
+)
 
 // Lifetimes of the hand-off token (one redirect) and of an app host's
 // cookie. Signing out on the main origin does not reach app hosts: their

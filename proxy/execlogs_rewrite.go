@@ -67,9 +67,8 @@ func rewriteExecutorLogs(resp *http.Response, appID string, onAppHost bool, pods
 func rewriteExecutorList(w io.Writer, r io.Reader, appID string, onAppHost bool, pods map[string]string) error {
 	// Each executor is read whole, so each is bounded: a driver (or a
 	// small gzip answer) could otherwise make one as large as it likes.
-	br := &budgetReader{r: r}
+	br := &budgetReader{r: r, left: maxExecutorEntry}
 	dec := json.NewDecoder(br)
-	br.left = maxExecutorEntry
 	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
 		return fmt.Errorf("executors list: %w", errors.Join(errNotArray, err))
 	}

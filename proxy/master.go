@@ -179,15 +179,14 @@ func masterProxyLink(u webURL, p string) (string, bool) {
 	if !ValidAppID(id) || strings.HasPrefix(id, "worker-") {
 		return "", false
 	}
-	var b strings.Builder
-	b.WriteString("/app/" + id + "/" + tail)
+	link := "/app/" + id + "/" + tail
 	if u.HasQuery {
-		b.WriteString("?" + u.Query)
+		link += "?" + u.Query
 	}
 	if u.HasFragment {
-		b.WriteString("#" + u.Fragment)
+		link += "#" + u.Fragment
 	}
-	return b.String(), true
+	return link, true
 }
 
 // isDaemonLog reports whether a master path is its daemon log (4.x
