@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -99,6 +100,31 @@ func (hs *HistoryServer) WaitApp(ctx context.Context, appID string, completed bo
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("history server never listed %s (completed=%v): %w", appID, completed, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// WaitUI waits until the History Server renders appID's Jobs page, and
+// returns the error statuses it answered before. Listing an app as completed
+// and rendering its UI are separate steps in the History Server: right after
+// the listing, Spark 4.3 has answered 500 for the page once (CI, stop 22).
+func (hs *HistoryServer) WaitUI(ctx context.Context, appID string) ([]int, error) {
+	c := NoRedirectClient(nil)
+	var refused []int
+	for {
+		resp, err := c.Get(hs.URL + "/history/" + appID + "/jobs/")
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return refused, nil
+			}
+			refused = append(refused, resp.StatusCode)
+		}
+		select {
+		case <-ctx.Done():
+			return refused, fmt.Errorf("history server never rendered %s's jobs page (answers %v): %w", appID, refused, ctx.Err())
 		case <-time.After(250 * time.Millisecond):
 		}
 	}

@@ -211,6 +211,16 @@ func activeStage(ctx context.Context, base, appID string) (int, error) {
 func (s *suite) checkHistoryDirect(t *testing.T, hs *HistoryServer, d *Driver) {
 	ctx := ctxFor(t, 5*time.Minute)
 	t0 := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	refused, err := hs.WaitUI(wctx, d.AppID)
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(refused) > 0 {
+		t.Logf("History Server answered %v for the jobs page before rendering it, for %v", refused, time.Since(t0).Round(time.Millisecond))
+	}
+	t0 = time.Now()
 	rep, err := Crawl(ctx, NoRedirectClient(nil), hs.URL+"/history/"+d.AppID+"/jobs/", CrawlOptions{
 		MaxPages: 600,
 		Scope:    []string{"/history/" + d.AppID + "/"},
