@@ -117,6 +117,7 @@ func TestACL(t *testing.T) {
 			t.Run("prometheus", e.checkPrometheus)
 			t.Run("why not", e.checkWhyNot)
 			t.Run("started", e.checkStarted)
+			t.Run("attempts", e.checkAttempts)
 			t.Run("finished", e.checkFinished) // stops apps: last
 		})
 	}

@@ -16,7 +16,8 @@ type served struct {
 
 // resolveOpts says how a route reaches an app.
 type resolveOpts struct {
-	// attempt prefers the History Server that has this attempt.
+	// attempt prefers the History Server that has this attempt, whose own
+	// ACLs then judge the request.
 	attempt string
 	// server, if set, is the one History Server whose view is asked for
 	// (/hs/<server>/…); the live driver still answers when it lists none.
@@ -29,6 +30,10 @@ type resolveOpts struct {
 	liveOnly bool
 	// waitMsg replaces the waiting page's message.
 	waitMsg string
+	// everyAttempt asks, when a History Server serves the request, for
+	// View on each of the app's attempts (a download of all their event
+	// logs).
+	everyAttempt bool
 }
 
 // resolveApp is the one road from a route's app id to what serves it:
@@ -52,9 +57,38 @@ func (s *Server) resolveApp(st *reqState, o resolveOpts) (served, error) {
 	} else if !o.liveOnly {
 		ref = s.historyFor(app, o.attempt)
 	}
+	if ref != nil && o.attempt != "" {
+		// Judged by the named attempt's own owner and ACLs, as the History
+		// Server judges it: an attempt whose event log opens it to all
+		// must not open the others.
+		at, ok := ref.ForAttempt(o.attempt)
+		switch {
+		case ok:
+			ref = at
+		case app.Live():
+			ref = nil // the running attempt, not listed there yet
+		default:
+			if err := s.authorize(st, app, ref, View); err != nil {
+				return served{}, err
+			}
+			return served{}, &httpError{Status: http.StatusNotFound, Title: "Unknown attempt", AppID: app.ID,
+				Msg: "History Server " + ref.Server + " lists no attempt " + o.attempt + " of application " + app.ID}
+		}
+	}
 	switch {
 	case ref != nil && (o.historyFirst || o.server != "" || !app.Live()):
-		return served{app, ref}, s.authorize(st, app, ref, View)
+		if err := s.authorize(st, app, ref, View); err != nil {
+			return served{}, err
+		}
+		if o.everyAttempt {
+			for _, a := range ref.Older {
+				at, _ := ref.ForAttempt(a.ID)
+				if err := s.authorize(st, app, at, View); err != nil {
+					return served{}, err
+				}
+			}
+		}
+		return served{app, ref}, nil
 	case app.Live():
 		return served{app: app}, s.authorize(st, app, nil, View)
 	}

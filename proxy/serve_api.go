@@ -21,7 +21,7 @@ func (s *Server) serveAPIApp(w http.ResponseWriter, r *http.Request, st *reqStat
 	if done, err := s.guardRequest(w, r, st); done {
 		return err
 	}
-	to, err := s.resolveApp(st, resolveOpts{attempt: st.route.Attempt})
+	to, err := s.resolveApp(st, resolveOpts{attempt: st.route.Attempt, everyAttempt: allEventLogs(st.route)})
 	if err != nil {
 		return err
 	}
@@ -35,6 +35,15 @@ func (s *Server) serveAPIApp(w http.ResponseWriter, r *http.Request, st *reqStat
 	st.suspectID = to.app.ID
 	s.proxyDriver(w, r, st, to.app.UIURL)
 	return nil
+}
+
+// allEventLogs reports whether a REST route downloads the event logs of
+// every attempt of an app: /api/v1/applications/<id>/logs names no attempt.
+// The History Server checks one attempt's ACLs for it (the one without an
+// id, else "1") and zips them all; the gateway asks for every attempt's.
+func allEventLogs(rt Route) bool {
+	return rt.Attempt == "" && rt.AppID != "" &&
+		strings.TrimSuffix(rt.Path, "/") == "/api/v1/applications/"+rt.AppID+"/logs"
 }
 
 // sparkDate is the date layout of Spark's REST API.

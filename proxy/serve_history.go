@@ -37,7 +37,7 @@ func (s *Server) serveHistory(w http.ResponseWriter, r *http.Request, st *reqSta
 		}
 		return errorf(http.StatusNotFound, "no such page")
 	}
-	to, err := s.resolveApp(st, resolveOpts{server: rt.Server,
+	to, err := s.resolveApp(st, resolveOpts{server: rt.Server, attempt: rt.Attempt, everyAttempt: allEventLogs(rt),
 		waitMsg: fmt.Sprintf("History Server %s does not list application %s yet", rt.Server, rt.AppID)})
 	if err != nil {
 		return err

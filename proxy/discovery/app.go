@@ -46,6 +46,10 @@ type HistoryRef struct {
 	// ACLProps are the ACL properties from the app's event log (the first
 	// environment update), as the History Server would apply them.
 	ACLProps map[string]string
+	// Older holds the attempts after the newest (Attempts[1:], in that
+	// order), each with the owner and ACLs of its own event log: Spark
+	// judges each attempt's pages by its own. Nil for an app of one attempt.
+	Older []HistoryAttempt
 	// ACLsEnable, AdminACLs and AdminACLsGroups are the server's own
 	// settings from the gateway configuration (spark.history.ui.acls.enable,
 	// spark.history.ui.admin.acls(.groups)); the slices are shared and must
@@ -53,6 +57,35 @@ type HistoryRef struct {
 	ACLsEnable      bool
 	AdminACLs       []string
 	AdminACLsGroups []string
+}
+
+// HistoryAttempt is one older attempt of an app on a History Server.
+type HistoryAttempt struct {
+	ID        string
+	User      string // the attempt's sparkUser
+	Completed bool
+	// ACLProps are the attempt's ACL properties; nil until read.
+	ACLProps    map[string]string
+	lastUpdated int64
+}
+
+// ForAttempt returns the view of the History Server's app that judges a
+// request for attempt id: r itself for the newest attempt (and for "", a
+// request that names none), and for an older attempt a copy carrying that
+// attempt's owner, ACLs and state, as the History Server judges each
+// attempt by its own event log; ok is false for an attempt r does not list.
+func (r *HistoryRef) ForAttempt(id string) (_ *HistoryRef, ok bool) {
+	if id == "" || len(r.Attempts) > 0 && r.Attempts[0] == id {
+		return r, true
+	}
+	for i := range r.Older {
+		if a := &r.Older[i]; a.ID == id {
+			cp := *r
+			cp.User, cp.ACLProps, cp.Completed = a.User, a.ACLProps, a.Completed
+			return &cp, true
+		}
+	}
+	return nil, false
 }
 
 // App is one Spark application as the registry knows it. Apps in a Snapshot

@@ -151,27 +151,38 @@ func (h *historySource) poll(ctx context.Context) (apps []historyApp, changed bo
 		h.listSum, h.entries, h.last = sum, entries, slices.Clone(out)
 	}
 
+	// One job per attempt whose ACLs are not current: older is -1 for the
+	// newest attempt, else its index in Ref.Older.
 	type job struct {
 		key         envKey
 		completed   bool
 		lastUpdated int64
-		idx         int
+		idx, older  int
 	}
 	var jobs []job
 	live := make(map[envKey]bool, len(out))
 	now := time.Now()
 	h.mu.Lock()
-	for i := range out {
-		ha := &out[i]
-		key := envKey{ha.ID, ha.AttemptID}
+	want := func(key envKey, completed bool, lastUpdated int64, idx, older int) map[string]string {
 		live[key] = true
 		e := h.env[key]
-		fresh := h.fresh(key, ha.lastUpdated)
-		if e != nil && e.acl != nil {
-			ha.Ref.ACLProps = e.acl // the last known value until a refetch lands
+		if !h.fresh(key, lastUpdated) && (e == nil || e.failedAt.IsZero() || now.Sub(e.failedAt) > historyEnvRetry) {
+			jobs = append(jobs, job{key, completed, lastUpdated, idx, older})
 		}
-		if !fresh && (e == nil || e.failedAt.IsZero() || now.Sub(e.failedAt) > historyEnvRetry) {
-			jobs = append(jobs, job{key, ha.Ref.Completed, ha.lastUpdated, i})
+		if e != nil {
+			return e.acl // the last known value until a refetch lands
+		}
+		return nil
+	}
+	for i := range out {
+		ha := &out[i]
+		ha.Ref.ACLProps = want(envKey{ha.ID, ha.AttemptID}, ha.Ref.Completed, ha.lastUpdated, i, -1)
+		if len(ha.Ref.Older) > 0 {
+			ha.Ref.Older = slices.Clone(ha.Ref.Older) // entries' copy stays without ACLs
+			for k := range ha.Ref.Older {
+				a := &ha.Ref.Older[k]
+				a.ACLProps = want(envKey{ha.ID, a.ID}, a.Completed, a.lastUpdated, i, k)
+			}
 		}
 	}
 	for k := range h.env {
@@ -212,7 +223,11 @@ func (h *historySource) poll(ctx context.Context) (apps []historyApp, changed bo
 				return
 			}
 			h.setEnvLocked(j.key, &envEntry{completed: j.completed, lastUpdated: j.lastUpdated, acl: acl})
-			out[j.idx].Ref.ACLProps = acl
+			if ref := &out[j.idx].Ref; j.older < 0 {
+				ref.ACLProps = acl
+			} else {
+				ref.Older[j.older].ACLProps = acl
+			}
 			read.Add(1)
 		}()
 	}
@@ -223,6 +238,9 @@ func (h *historySource) poll(ctx context.Context) (apps []historyApp, changed bo
 		if !h.fresh(envKey{out[i].ID, out[i].AttemptID}, out[i].lastUpdated) {
 			h.owed = true
 			break
+		}
+		for _, a := range out[i].Ref.Older {
+			h.owed = h.owed || !h.fresh(envKey{out[i].ID, a.ID}, a.lastUpdated)
 		}
 	}
 	h.mu.Unlock()
@@ -276,6 +294,10 @@ func (h *historySource) decode(raw []byte) (historyApp, bool) {
 	ha.Ref.Attempts = make([]string, len(atts))
 	for i, at := range atts {
 		ha.Ref.Attempts[i] = at.AttemptID
+		if i > 0 {
+			ha.Ref.Older = append(ha.Ref.Older, HistoryAttempt{ID: at.AttemptID, User: at.SparkUser,
+				Completed: at.Completed, lastUpdated: at.LastUpdatedEpoch})
+		}
 	}
 	return ha, true
 }

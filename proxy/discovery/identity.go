@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.uber.org/zap"
@@ -200,33 +201,58 @@ func (d *Discoverer) readACLsNow(id string) {
 		d.readEnv(id, a)
 	}
 	for _, ha := range d.histByID[id] {
-		if ha.Ref.ACLProps != nil {
-			continue
-		}
 		h := d.histSource(ha.Ref.Server)
-		key := ha.Ref.Server + "/" + id
-		if h == nil || d.aclBusy[key] {
+		if h == nil {
 			continue
 		}
-		d.aclBusy[key] = true
-		ctx, attempt, completed := d.ctx, ha.AttemptID, ha.Ref.Completed
-		go func() {
-			acl, err := h.fetchACLs(ctx, id, attempt, completed)
-			d.send(ctx, func() { d.onHistoryACLs(key, h.cfg.Name, id, acl, err) })
-		}()
+		if ha.Ref.ACLProps == nil {
+			d.readHistoryACLs(h, id, ha.AttemptID, ha.Ref.Completed)
+		}
+		for _, a := range ha.Ref.Older {
+			if a.ACLProps == nil {
+				d.readHistoryACLs(h, id, a.ID, a.Completed)
+			}
+		}
 	}
 }
 
-func (d *Discoverer) onHistoryACLs(key, server, id string, acl map[string]string, err error) {
+// readHistoryACLs starts reading one attempt's ACLs from h, unless a read
+// is under way.
+func (d *Discoverer) readHistoryACLs(h *historySource, id, attempt string, completed bool) {
+	key := h.cfg.Name + "/" + id + "/" + attempt
+	if d.aclBusy[key] {
+		return
+	}
+	d.aclBusy[key] = true
+	ctx := d.ctx
+	go func() {
+		acl, err := h.fetchACLs(ctx, id, attempt, completed)
+		d.send(ctx, func() { d.onHistoryACLs(key, h.cfg.Name, id, attempt, acl, err) })
+	}()
+}
+
+func (d *Discoverer) onHistoryACLs(key, server, id, attempt string, acl map[string]string, err error) {
 	delete(d.aclBusy, key)
 	if err != nil {
-		d.log.Debug("history ACLs unreadable", zap.String("app_id", id), zap.String("history", server), zap.Error(err))
+		d.log.Debug("history ACLs unreadable", zap.String("app_id", id), zap.String("attempt", attempt),
+			zap.String("history", server), zap.Error(err))
 		return
 	}
 	for _, ha := range d.histByID[id] {
-		if ha.Ref.Server == server && ha.Ref.ACLProps == nil {
+		if ha.Ref.Server != server {
+			continue
+		}
+		if ha.AttemptID == attempt && ha.Ref.ACLProps == nil {
 			ha.Ref.ACLProps = acl
 			d.dirty, d.histStale = true, true
+		}
+		for k, a := range ha.Ref.Older {
+			if a.ID == attempt && a.ACLProps == nil {
+				// Published snapshots share the slice: change a copy.
+				ha.Ref.Older = slices.Clone(ha.Ref.Older)
+				ha.Ref.Older[k].ACLProps = acl
+				d.dirty, d.histStale = true, true
+			}
 		}
 	}
 }

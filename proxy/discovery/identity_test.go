@@ -176,12 +176,17 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // is asked again at once when a request waits for them, not a minute later.
 func TestWantACLsReadsHistoryNow(t *testing.T) {
 	t.Parallel()
-	hs := newFakeHistory(t, "["+histEntry("app-5-0001", "dave", true)+"]")
+	twice := `{"id":"application_5_0002","name":"n","attempts":[
+	{"attemptId":"2","startTimeEpoch":3,"endTimeEpoch":4,"lastUpdatedEpoch":4,"sparkUser":"dave","completed":true},
+	{"attemptId":"1","startTimeEpoch":1,"endTimeEpoch":2,"lastUpdatedEpoch":2,"sparkUser":"erin","completed":true}]}`
+	hs := newFakeHistory(t, "["+histEntry("app-5-0001", "dave", true)+","+twice+"]")
 	hs.envFail = true
 	d, reg := startDiscoverer(t, Config{History: []HistorySource{{Name: "hs", URL: hs.srv.URL}}})
 	waitFor(t, reg, "listed without ACLs", func(s *Snapshot) bool {
 		a, ok := s.Lookup("app-5-0001")
-		return ok && len(a.History) == 1 && a.History[0].ACLProps == nil
+		b, _ := s.Lookup("application_5_0002")
+		return ok && len(a.History) == 1 && a.History[0].ACLProps == nil &&
+			b != nil && len(b.History) == 1 && len(b.History[0].Older) == 1 && b.History[0].Older[0].ACLProps == nil
 	})
 	hs.mu.Lock()
 	hs.envFail = false
@@ -190,6 +195,14 @@ func TestWantACLsReadsHistoryNow(t *testing.T) {
 	waitFor(t, reg, "its ACLs", func(s *Snapshot) bool {
 		a, _ := s.Lookup("app-5-0001")
 		return a.History[0].ACLProps["spark.acls.enable"] == "true"
+	})
+	// Every attempt's, the older one's too.
+	d.WantACLs("application_5_0002")
+	waitFor(t, reg, "both attempts' ACLs", func(s *Snapshot) bool {
+		b, _ := s.Lookup("application_5_0002")
+		r := b.History[0]
+		return r.ACLProps["spark.acls.enable"] == "true" && r.Older[0].ID == "1" && r.Older[0].User == "erin" &&
+			r.Older[0].ACLProps["spark.acls.enable"] == "true"
 	})
 }
 

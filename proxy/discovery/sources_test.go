@@ -149,13 +149,17 @@ func TestHistorySource(t *testing.T) {
 		case "/api/v1/applications":
 			fmt.Fprintf(w, `[ {"id":"application_1_0001","name":"yarn app","attempts":[
    {"attemptId":"1","startTimeEpoch":10,"endTimeEpoch":20,"lastUpdatedEpoch":20,"sparkUser":"alice","completed":true,"appSparkVersion":"3.5.0"},
-   {"attemptId":"2","startTimeEpoch":30,"endTimeEpoch":40,"lastUpdatedEpoch":40,"sparkUser":"alice","completed":true,"appSparkVersion":"3.5.0"}]},
+   {"attemptId":"2","startTimeEpoch":30,"endTimeEpoch":40,"lastUpdatedEpoch":40,"sparkUser":"mallory","completed":true,"appSparkVersion":"3.5.0"}]},
  {"id":"local-1","name":"running","attempts":[{"startTimeEpoch":50,"endTimeEpoch":-1,"lastUpdatedEpoch":%d,"sparkUser":"bob","completed":false,"appSparkVersion":"4.0.0"}]}]`, lastUpdated)
 		default:
 			mu.Lock()
 			envHits[r.URL.Path]++
 			mu.Unlock()
-			fmt.Fprint(w, `{"sparkProperties":[["spark.acls.enable","true"],["spark.admin.acls","carol"]],"systemProperties":[]}`)
+			admin := "carol"
+			if r.URL.Path == "/api/v1/applications/application_1_0001/1/environment" {
+				admin = "dan" // each attempt's event log has its own ACLs
+			}
+			fmt.Fprintf(w, `{"sparkProperties":[["spark.acls.enable","true"],["spark.admin.acls",%q]],"systemProperties":[]}`, admin)
 		}
 	}))
 	defer srv.Close()
@@ -174,8 +178,15 @@ func TestHistorySource(t *testing.T) {
 	if !cmp.Equal(y.Ref.Attempts, []string{"2", "1"}) || y.AttemptID != "2" || !y.Ref.Completed || y.Ref.Server != "hs" || !y.Ref.ACLsEnable {
 		t.Errorf("yarn app ref = %+v; want attempts [2 1], completed, server hs", y.Ref)
 	}
-	if y.Ref.ACLProps["spark.admin.acls"] != "carol" {
-		t.Errorf("ACLProps = %v; want spark.admin.acls=carol", y.Ref.ACLProps)
+	if y.Ref.ACLProps["spark.admin.acls"] != "carol" || y.Ref.User != "mallory" {
+		t.Errorf("newest attempt: ACLProps = %v, user %q; want spark.admin.acls=carol, mallory", y.Ref.ACLProps, y.Ref.User)
+	}
+	if len(y.Ref.Older) != 1 || y.Ref.Older[0].ID != "1" || y.Ref.Older[0].User != "alice" ||
+		y.Ref.Older[0].ACLProps["spark.admin.acls"] != "dan" {
+		t.Errorf("older attempts = %+v; want attempt 1 of alice with spark.admin.acls=dan", y.Ref.Older)
+	}
+	if e := h.last[0].Ref.Older; e[0].ACLProps != nil {
+		t.Errorf("the decoded entry kept for the next poll got ACLs %v: the poll changed a shared slice", e[0].ACLProps)
 	}
 	if !cmp.Equal(apps[1].Ref.Attempts, []string{""}) || apps[1].Ref.Completed {
 		t.Errorf("running app ref = %+v", apps[1].Ref)
@@ -186,11 +197,13 @@ func TestHistorySource(t *testing.T) {
 	}
 	lastUpdated = 200
 	moved, changed, err := h.poll(context.Background())
-	if err != nil || !changed || len(moved) != 2 || moved[0].Ref.ACLProps["spark.admin.acls"] != "carol" {
+	if err != nil || !changed || len(moved) != 2 || moved[0].Ref.ACLProps["spark.admin.acls"] != "carol" ||
+		len(moved[0].Ref.Older) != 1 || moved[0].Ref.Older[0].ACLProps["spark.admin.acls"] != "dan" {
 		t.Errorf("poll after lastUpdated moved = %+v, changed %t, %v; want both apps with their ACLs", moved, changed, err)
 	}
 	want := map[string]int{
-		"/api/v1/applications/application_1_0001/2/environment": 1, // completed: once
+		"/api/v1/applications/application_1_0001/1/environment": 1, // completed: once
+		"/api/v1/applications/application_1_0001/2/environment": 1,
 		"/api/v1/applications/local-1/environment":              2, // incomplete: again when lastUpdated moved
 	}
 	if diff := cmp.Diff(want, envHits); diff != "" {

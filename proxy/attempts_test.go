@@ -1,0 +1,113 @@
+package proxy
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sparkgate/sparkgate/proxy/discovery"
+)
+
+// TestAttemptACLs: a History Server app of two attempts whose newest event
+// log opens it to dave and whose first opens it to bob only (a second
+// attempt written by someone else, say). Each attempt is judged by its own
+// ACLs, on every route that names one; a download of every attempt's event
+// log needs them all.
+func TestAttemptACLs(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	const id = "application_1700000000000_0042"
+	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	ref := discovery.HistoryRef{Server: "main", BaseURL: h.hs.url(), Attempts: []string{"2", "1"}, Completed: true,
+		User: "alice", ACLProps: map[string]string{"spark.ui.view.acls": "dave"},
+		Older: []discovery.HistoryAttempt{{ID: "1", User: "alice", Completed: true,
+			ACLProps: map[string]string{"spark.ui.view.acls": "bob"}}}}
+	// A YARN app whose second attempt runs, its first on the History Server.
+	const rerun = "application_1700000000000_0043"
+	first := discovery.HistoryRef{Server: "main", BaseURL: h.hs.url(), Attempts: []string{"1"}, Completed: true,
+		User: "alice", ACLProps: map[string]string{}}
+	h.reg.Store(discovery.NewSnapshot([]*discovery.App{{ID: id, Name: "twice", User: "alice", StartTime: start,
+		EndTime: start.Add(time.Hour), State: discovery.Ended, Source: "history:main", History: []discovery.HistoryRef{ref}},
+		{ID: rerun, Name: "again", User: "alice", AttemptID: "2", StartTime: start, State: discovery.Running, UIURL: h.drv.url(),
+			Source: "yarn", ACLProps: map[string]string{}, History: []discovery.HistoryRef{first}}}))
+
+	for _, c := range []struct {
+		path, user string
+		want       int
+		upstream   string // the History Server path asked, "" for none
+	}{
+		{"/hs/main/history/" + id + "/2/jobs/", "dave", http.StatusOK, "/history/" + id + "/2/jobs/"},
+		{"/hs/main/history/" + id + "/1/jobs/", "dave", http.StatusNotFound, ""},
+		{"/hs/main/history/" + id + "/1/jobs/", "bob", http.StatusOK, "/history/" + id + "/1/jobs/"},
+		{"/hs/main/history/" + id + "/2/jobs/", "bob", http.StatusNotFound, ""},
+		{"/history/" + id + "/1/jobs/", "dave", http.StatusNotFound, ""},
+		{"/history/" + id + "/1/jobs/", "bob", http.StatusFound, ""},
+		{"/api/v1/applications/" + id + "/1/jobs", "dave", http.StatusNotFound, ""},
+		{"/api/v1/applications/" + id + "/1/jobs", "bob", http.StatusOK, "/api/v1/applications/" + id + "/1/jobs"},
+		{"/api/v1/applications/" + id + "/2/logs", "dave", http.StatusOK, "/api/v1/applications/" + id + "/2/logs"},
+		// Every attempt's event log: dave may not view attempt 1.
+		{"/api/v1/applications/" + id + "/logs", "dave", http.StatusNotFound, ""},
+		{"/hs/main/api/v1/applications/" + id + "/logs/", "dave", http.StatusNotFound, ""},
+		{"/api/v1/applications/" + id + "/logs", "alice", http.StatusOK, "/api/v1/applications/" + id + "/logs"},
+		// An attempt the History Server does not list.
+		{"/hs/main/history/" + id + "/3/jobs/", "dave", http.StatusNotFound, ""},
+		{"/hs/main/history/" + id + "/3/jobs/", "carol", http.StatusNotFound, ""},
+	} {
+		before := len(h.hs.requests())
+		resp, body := h.do(t, http.MethodGet, c.path, c.user, nil)
+		if resp.StatusCode != c.want {
+			t.Errorf("%s as %s = %d; want %d\n%.300s", c.path, c.user, resp.StatusCode, c.want, body)
+		}
+		reqs := h.hs.requests()[before:]
+		switch {
+		case c.upstream == "" && len(reqs) > 0:
+			t.Errorf("%s as %s reached the History Server: %s", c.path, c.user, reqs[0].Path)
+		case c.upstream != "" && (len(reqs) != 1 || reqs[0].Path != c.upstream):
+			t.Errorf("%s as %s: History Server asked %v; want %s", c.path, c.user, reqs, c.upstream)
+		}
+		if resp.StatusCode == http.StatusNotFound && c.user != "dave" && strings.Contains(body, "attempt") {
+			t.Errorf("%s as %s: the 404 names the attempt to a user who may view no attempt of it:\n%.300s", c.path, c.user, body)
+		}
+	}
+	// The running attempt, which the History Server does not list: its driver.
+	before := len(h.drv.requests())
+	if resp, body := h.do(t, http.MethodGet, "/api/v1/applications/"+rerun+"/2/jobs", "alice", nil); resp.StatusCode != http.StatusOK ||
+		len(h.drv.requests()) != before+1 {
+		t.Errorf("REST of the running attempt 2 = %d, driver asked %d times; want 200 from the driver\n%.300s",
+			resp.StatusCode, len(h.drv.requests())-before, body)
+	}
+	if resp, _ := h.do(t, http.MethodGet, "/history/"+rerun+"/2/jobs/", "alice", nil); resp.Header.Get("Location") != "/app/"+rerun+"/jobs/" {
+		t.Errorf("/history alias of the running attempt: %d, Location %q; want /app/%s/jobs/", resp.StatusCode, resp.Header.Get("Location"), rerun)
+	}
+	// dave may view the app, so learns that attempt 3 is not listed.
+	if _, body := h.do(t, http.MethodGet, "/hs/main/history/"+id+"/3/jobs/", "dave", nil); !strings.Contains(body, "no attempt 3") {
+		t.Errorf("unknown attempt as dave: %.300s; want it named", body)
+	}
+	if resp, _ := h.do(t, http.MethodGet, "/history/"+id+"/1/jobs/", "bob", nil); resp.Header.Get("Location") != "/hs/main/history/"+id+"/1/jobs/" {
+		t.Errorf("/history alias of attempt 1 as bob: Location %q", resp.Header.Get("Location"))
+	}
+}
+
+func TestForAttempt(t *testing.T) {
+	t.Parallel()
+	newest := map[string]string{"spark.ui.view.acls": "*"}
+	older := map[string]string{"spark.ui.view.acls": "bob"}
+	r := &discovery.HistoryRef{Server: "hs", Attempts: []string{"2", "1"}, User: "mallory", ACLProps: newest, Completed: false,
+		Older: []discovery.HistoryAttempt{{ID: "1", User: "alice", Completed: true, ACLProps: older}}}
+	for _, id := range []string{"", "2"} {
+		if got, ok := r.ForAttempt(id); !ok || got != r {
+			t.Errorf("ForAttempt(%q) = %p, %t; want the ref itself", id, got, ok)
+		}
+	}
+	got, ok := r.ForAttempt("1")
+	if !ok || got == r || got.User != "alice" || got.ACLProps["spark.ui.view.acls"] != "bob" || !got.Completed || got.Server != "hs" {
+		t.Errorf("ForAttempt(1) = %+v, %t; want attempt 1's owner, ACLs and state on a copy", got, ok)
+	}
+	if r.User != "mallory" || r.ACLProps["spark.ui.view.acls"] != "*" {
+		t.Errorf("ForAttempt changed the ref: %+v", r)
+	}
+	if got, ok := r.ForAttempt("3"); ok || got != nil {
+		t.Errorf("ForAttempt(3) = %+v, %t; want none", got, ok)
+	}
+}
