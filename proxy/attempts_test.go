@@ -23,12 +23,21 @@ func TestAttemptACLs(t *testing.T) {
 		User: "alice", ACLProps: map[string]string{"spark.ui.view.acls": "dave"},
 		Older: []discovery.HistoryAttempt{{ID: "1", User: "alice", Completed: true,
 			ACLProps: map[string]string{"spark.ui.view.acls": "bob"}}}}
+	// An app whose private attempt has no id, and a newer attempt 1 open
+	// to dave (an event log written under the app's id): the History
+	// Server serves the attempt without an id for a path that names none.
+	const mixed = "application_1700000000000_0044"
+	mixedRef := discovery.HistoryRef{Server: "main", BaseURL: h.hs.url(), Attempts: []string{"1", ""}, Completed: true,
+		User: "mallory", ACLProps: map[string]string{"spark.ui.view.acls": "dave"},
+		Older: []discovery.HistoryAttempt{{ID: "", User: "alice", Completed: true, ACLProps: map[string]string{}}}}
 	// A YARN app whose second attempt runs, its first on the History Server.
 	const rerun = "application_1700000000000_0043"
 	first := discovery.HistoryRef{Server: "main", BaseURL: h.hs.url(), Attempts: []string{"1"}, Completed: true,
 		User: "alice", ACLProps: map[string]string{}}
 	h.reg.Store(discovery.NewSnapshot([]*discovery.App{{ID: id, Name: "twice", User: "alice", StartTime: start,
 		EndTime: start.Add(time.Hour), State: discovery.Ended, Source: "history:main", History: []discovery.HistoryRef{ref}},
+		{ID: mixed, Name: "mixed", User: "alice", StartTime: start, EndTime: start.Add(time.Hour), State: discovery.Ended,
+			Source: "history:main", History: []discovery.HistoryRef{mixedRef}},
 		{ID: rerun, Name: "again", User: "alice", AttemptID: "2", StartTime: start, State: discovery.Running, UIURL: h.drv.url(),
 			Source: "yarn", ACLProps: map[string]string{}, History: []discovery.HistoryRef{first}}}))
 
@@ -50,6 +59,13 @@ func TestAttemptACLs(t *testing.T) {
 		{"/api/v1/applications/" + id + "/logs", "dave", http.StatusNotFound, ""},
 		{"/hs/main/api/v1/applications/" + id + "/logs/", "dave", http.StatusNotFound, ""},
 		{"/api/v1/applications/" + id + "/logs", "alice", http.StatusOK, "/api/v1/applications/" + id + "/logs"},
+		// No attempt named: the newest's ACLs (the gateway's links and
+		// reads) and the attempt without an id's (the server's answer).
+		{"/hs/main/history/" + mixed + "/jobs/", "dave", http.StatusNotFound, ""},
+		{"/api/v1/applications/" + mixed + "/jobs", "dave", http.StatusNotFound, ""},
+		{"/app/" + mixed + "/_/diagnosis", "dave", http.StatusNotFound, ""},
+		{"/hs/main/history/" + mixed + "/jobs/", "alice", http.StatusOK, "/history/" + mixed + "/jobs/"},
+		{"/hs/main/history/" + mixed + "/1/jobs/", "dave", http.StatusOK, "/history/" + mixed + "/1/jobs/"},
 		// An attempt the History Server does not list.
 		{"/hs/main/history/" + id + "/3/jobs/", "dave", http.StatusNotFound, ""},
 		{"/hs/main/history/" + id + "/3/jobs/", "carol", http.StatusNotFound, ""},
@@ -109,5 +125,11 @@ func TestForAttempt(t *testing.T) {
 	}
 	if got, ok := r.ForAttempt("3"); ok || got != nil {
 		t.Errorf("ForAttempt(3) = %+v, %t; want none", got, ok)
+	}
+	// An attempt without an id beside ones with: "" names it.
+	r.Attempts = append(r.Attempts, "")
+	r.Older = append(r.Older, discovery.HistoryAttempt{ID: "", User: "erin", Completed: true, ACLProps: older})
+	if got, ok := r.ForAttempt(""); !ok || got == r || got.User != "erin" {
+		t.Errorf("ForAttempt(\"\") with an attempt without an id = %+v, %t; want erin's", got, ok)
 	}
 }

@@ -80,8 +80,12 @@ func (s *Server) resolveApp(st *reqState, o resolveOpts) (served, error) {
 		if err := s.authorize(st, app, ref, View); err != nil {
 			return served{}, err
 		}
-		if o.everyAttempt {
-			for _, a := range ref.Older {
+		// A request that names no attempt is judged by the newest (the
+		// one the gateway links and reads), and also by the attempt
+		// without an id, if the app has one besides: that is the one the
+		// History Server serves for it.
+		for _, a := range ref.Older {
+			if o.everyAttempt || o.attempt == "" && a.ID == "" {
 				at, _ := ref.ForAttempt(a.ID)
 				if err := s.authorize(st, app, at, View); err != nil {
 					return served{}, err

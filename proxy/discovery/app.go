@@ -69,13 +69,14 @@ type HistoryAttempt struct {
 	lastUpdated int64
 }
 
-// ForAttempt returns the view of the History Server's app that judges a
-// request for attempt id: r itself for the newest attempt (and for "", a
-// request that names none), and for an older attempt a copy carrying that
-// attempt's owner, ACLs and state, as the History Server judges each
-// attempt by its own event log; ok is false for an attempt r does not list.
+// ForAttempt returns the view of the History Server's app that judges
+// attempt id ("" for the attempt without an id): r itself for the newest
+// attempt, and for an older one a copy carrying that attempt's owner, ACLs
+// and state, as the History Server judges each attempt by its own event
+// log. For "", when no attempt lacks an id, it is r. ok is false for an
+// attempt id r does not list.
 func (r *HistoryRef) ForAttempt(id string) (_ *HistoryRef, ok bool) {
-	if id == "" || len(r.Attempts) > 0 && r.Attempts[0] == id {
+	if len(r.Attempts) == 0 || r.Attempts[0] == id {
 		return r, true
 	}
 	for i := range r.Older {
@@ -84,6 +85,9 @@ func (r *HistoryRef) ForAttempt(id string) (_ *HistoryRef, ok bool) {
 			cp.User, cp.ACLProps, cp.Completed = a.User, a.ACLProps, a.Completed
 			return &cp, true
 		}
+	}
+	if id == "" {
+		return r, true
 	}
 	return nil, false
 }
