@@ -14,12 +14,15 @@ import (
 	"time"
 )
 
-// checkAttempts gives the History Server an app of two attempts whose
-// event logs disagree: attempt 1 is the history app F's log (its owner,
-// spark.ui.view.acls=dave), attempt 2, newer, is mallory's, open to
-// everyone (spark.ui.view.acls=*), as anyone who can write to the event
-// log directory can make it. The History Server judges each attempt by
-// its own log; through the gateway every user gets the same answer for
+// checkAttempts gives the History Server apps of two attempts whose event
+// logs disagree, as anyone who can write to the event-log directory can
+// make them: a private log (the history app F's: its owner,
+// spark.ui.view.acls=dave) and a newer one of mallory's, open to everyone
+// (spark.ui.view.acls=*). App A has attempts 1 (F's) and 2 (mallory's);
+// app B has F's log without an attempt id and mallory's as attempt 1. The
+// History Server judges each attempt by its own log, and for a path that
+// names no attempt serves the attempt without an id (B's private one).
+// Through the gateway every user gets the History Server's own answer for
 // each attempt's page and REST, and the download of every attempt's event
 // log only with view on them all.
 func (e *aclEnv) checkAttempts(t *testing.T) {
@@ -35,33 +38,53 @@ func (e *aclEnv) checkAttempts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := fmt.Sprintf("application_%d_0001", time.Now().UnixMilli())
-	attempts := []*aclApp{
-		{Key: "F/1", Rule: "attempt 1: F's log, view.acls=dave", History: true, ID: id + "/1", Owner: f.Owner, Confs: f.Confs},
-		{Key: "F/2", Rule: "attempt 2: mallory's, view.acls=*", History: true, ID: id + "/2", Owner: "mallory",
-			Confs: map[string]string{"spark.acls.enable": "true", "spark.ui.view.acls": "*"}},
+	now := time.Now().UnixMilli()
+	appA, appB := fmt.Sprintf("application_%d_0001", now), fmt.Sprintf("application_%d_0002", now)
+	open := map[string]string{"spark.acls.enable": "true", "spark.ui.view.acls": "*"}
+	type attempt struct {
+		app, id string
+		*aclApp
+	}
+	mk := func(app, id, rule, owner string, confs map[string]string) attempt {
+		key := app
+		if id != "" {
+			key += "/" + id
+		}
+		return attempt{app, id, &aclApp{Key: key, Rule: rule, History: true, ID: key, Owner: owner, Confs: confs}}
+	}
+	attempts := []attempt{
+		mk(appA, "1", "A/1: F's log, view.acls=dave", f.Owner, f.Confs),
+		mk(appA, "2", "A/2: mallory's, view.acls=*", "mallory", open),
+		mk(appB, "", "B (no attempt named): F's log without id", f.Owner, f.Confs),
+		mk(appB, "1", "B/1: mallory's, view.acls=*", "mallory", open),
 	}
 	for i, a := range attempts {
-		if err := WriteAttemptLog(events, f.ID, lines, AttemptLog{AppID: id, Attempt: fmt.Sprint(i + 1), User: a.Owner,
-			ShiftMS: int64(i) * 60_000, Props: maps.Clone(a.Confs)}); err != nil {
+		if err := WriteAttemptLog(events, f.ID, lines, AttemptLog{AppID: a.app, Attempt: a.id, User: a.Owner,
+			ShiftMS: int64(i%2) * 60_000, Props: maps.Clone(a.Confs)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := e.waitAttempts(ctx, id, 2); err != nil {
-		t.Fatal(err)
+	for _, app := range []string{appA, appB} {
+		if err := e.waitAttempts(ctx, app, 2); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var table strings.Builder
-	fmt.Fprintf(&table, "%-13s %-44s %-44s %s\n", "user", attempts[0].Rule, attempts[1].Rule, "every attempt's event log")
+	fmt.Fprintf(&table, "%-13s", "user")
+	for _, a := range attempts {
+		fmt.Fprintf(&table, " %-44s", a.Rule)
+	}
+	fmt.Fprintf(&table, " %s\n", "every attempt's event log: A, B")
 	for _, u := range aclUsers {
 		c := e.clients[u.Name]
-		all := true
+		all := map[string]bool{appA: true, appB: true}
 		fmt.Fprintf(&table, "%-13s", u.Name)
 		for _, a := range attempts {
-			want, source, err := e.expectation(ctx, a, u)
+			want, source, err := e.expectation(ctx, a.aclApp, u)
 			if err != nil {
 				t.Fatal(err)
 			}
-			all = all && want
+			all[a.app] = all[a.app] && want
 			fmt.Fprintf(&table, " %-44s", fmt.Sprintf("%s (%s)", verdictWord(want), source))
 			for _, path := range []string{"/history/" + a.ID + "/jobs/", "/api/v1/applications/" + a.ID + "/environment"} {
 				got, err := e.settled(ctx, c, path)
@@ -69,23 +92,27 @@ func (e *aclEnv) checkAttempts(t *testing.T) {
 					t.Fatal(err)
 				}
 				if got.Verdict() != verdictWord(want) {
-					t.Errorf("%s on %s (%s), %s: gateway %s; want %s (from %s)", u.Name, a.Key, a.Rule, path, got.Verdict(), verdictWord(want), source)
+					t.Errorf("%s on %s, %s: gateway %s; want %s (from %s)", u.Name, a.Rule, path, got.Verdict(), verdictWord(want), source)
 				}
 			}
 		}
-		logs, err := e.settled(ctx, c, "/api/v1/applications/"+id+"/logs")
-		if err != nil {
-			t.Fatal(err)
+		for _, app := range []string{appA, appB} {
+			logs, err := e.settled(ctx, c, "/api/v1/applications/"+app+"/logs")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if logs.Verdict() != verdictWord(all[app]) {
+				t.Errorf("%s, every attempt's event log of %s: gateway %s; want %s (view on both attempts: %t)",
+					u.Name, app, logs.Verdict(), verdictWord(all[app]), all[app])
+			}
+			if all[app] && logs.ContentType != "application/octet-stream" {
+				t.Errorf("%s, every attempt's event log of %s: %s; want the zip", u.Name, app, logs.ContentType)
+			}
+			fmt.Fprintf(&table, " %s", logs.Verdict())
 		}
-		if logs.Verdict() != verdictWord(all) {
-			t.Errorf("%s, every attempt's event log: gateway %s; want %s (view on both attempts: %t)", u.Name, logs.Verdict(), verdictWord(all), all)
-		}
-		if all && logs.ContentType != "application/octet-stream" {
-			t.Errorf("%s, every attempt's event log: %s; want the zip", u.Name, logs.ContentType)
-		}
-		fmt.Fprintf(&table, " %s\n", logs.Verdict())
+		table.WriteString("\n")
 	}
-	t.Logf("app %s, gateway verdicts as expected unless reported above:\n%s", id, table.String())
+	t.Logf("apps A=%s B=%s; gateway verdicts as expected unless reported above:\n%s", appA, appB, table.String())
 }
 
 // waitAttempts waits until the History Server lists n attempts of id, and

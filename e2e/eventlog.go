@@ -91,8 +91,9 @@ type AttemptLog struct {
 }
 
 // WriteAttemptLog writes lines (an event log of app fromID) as attempt
-// a.Attempt of app a.AppID, by a.User, into dir as a plain single file
-// named as Spark names attempt logs (<appId>_<attempt>). The file appears
+// a.Attempt ("": one without an id) of app a.AppID, by a.User, into dir as
+// a plain single file named as Spark names attempt logs
+// (<appId>[_<attempt>]). The file appears
 // whole (written aside, then renamed), so a History Server never reads
 // half of it.
 func WriteAttemptLog(dir, fromID string, lines [][]byte, a AttemptLog) error {
@@ -126,7 +127,10 @@ func WriteAttemptLog(dir, fromID string, lines [][]byte, a AttemptLog) error {
 		out.Write(l)
 		out.WriteByte('\n')
 	}
-	name := a.AppID + "_" + a.Attempt
+	name := a.AppID
+	if a.Attempt != "" {
+		name += "_" + a.Attempt
+	}
 	tmp := filepath.Join(filepath.Dir(dir), "."+name+".tmp")
 	if err := os.WriteFile(tmp, out.Bytes(), 0o644); err != nil {
 		return err
@@ -145,7 +149,10 @@ func (a AttemptLog) rewrite(event string, ev map[string]any) error {
 	}
 	switch event {
 	case "SparkListenerApplicationStart":
-		ev["App Attempt ID"] = a.Attempt
+		delete(ev, "App Attempt ID")
+		if a.Attempt != "" {
+			ev["App Attempt ID"] = a.Attempt
+		}
 		ev["User"] = a.User
 		return shift()
 	case "SparkListenerApplicationEnd":
