@@ -39,12 +39,14 @@ const (
 	execLogLimit = 30 * time.Second
 )
 
-// execLogReq is what an executor-log path names: nothing but the executor
-// and the log type. The worker that has the log is found from the app's
+// execLogReq is what an executor-log path names: nothing but the executor,
+// the log type and, for an attempt on a History Server, the attempt (the
+// query's "attempt"). The worker that has the log is found from the app's
 // own REST answer, never from the request.
 type execLogReq struct {
 	exec, typ string
 	raw       bool
+	attempt   string
 }
 
 var (
@@ -73,15 +75,36 @@ func parseExecLogPath(p string) (execLogReq, bool) {
 	return q, true
 }
 
-// execLogLink is the gateway path of an executor's log, as the Executors
-// tab links it: under the app's bookmark, or at the root of the app's own
-// host.
-func execLogLink(appID string, onAppHost bool, exec, typ string) string {
+// execLogLinks says where the gateway's links to an app's executor logs
+// go: under the app's bookmark, or at the root of the app's own host; with
+// the attempt whose executors list named them, if any.
+type execLogLinks struct {
+	appID, attempt string
+	onAppHost      bool
+}
+
+// link is the gateway path of an executor's log, as the Executors tab
+// links it.
+func (l execLogLinks) link(exec, typ string) string {
 	p := execLogPrefix + exec + "/" + typ
-	if onAppHost {
-		return p
+	if !l.onAppHost {
+		p = "/app/" + l.appID + p
 	}
-	return "/app/" + appID + p
+	return withAttempt(p, nil, l.attempt)
+}
+
+// withAttempt is path with query v and, if attempt is set, the attempt.
+func withAttempt(path string, v url.Values, attempt string) string {
+	if attempt != "" {
+		if v == nil {
+			v = url.Values{}
+		}
+		v.Set("attempt", attempt)
+	}
+	if len(v) == 0 {
+		return path
+	}
+	return path + "?" + v.Encode()
 }
 
 // serveExecLog answers an executor-log path of the route's app, for a user
@@ -91,7 +114,11 @@ func (s *Server) serveExecLog(w http.ResponseWriter, r *http.Request, st *reqSta
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return &httpError{Status: http.StatusMethodNotAllowed, Msg: "only GET and HEAD", Allow: "GET, HEAD"}
 	}
-	to, err := s.resolveApp(st, resolveOpts{})
+	if q.attempt = r.URL.Query().Get("attempt"); q.attempt != "" && !ValidAttemptID(q.attempt) {
+		return badRequest("attempt: an attempt id")
+	}
+	// Judged by the attempt whose executors list is read.
+	to, err := s.resolveApp(st, resolveOpts{attempt: q.attempt, historyFirst: q.attempt != ""})
 	if err != nil {
 		return err
 	}
@@ -100,12 +127,13 @@ func (s *Server) serveExecLog(w http.ResponseWriter, r *http.Request, st *reqSta
 	defer cancel()
 	var base *url.URL
 	rest := "/api/v1/applications/" + app.ID
+	attempt := app.AttemptID
 	if to.hist == nil {
 		base = app.UIURL
 	} else {
 		base = s.hs[to.hist.Server]
-		if att := firstAttempt(to.hist); att != "" {
-			rest += "/" + att
+		if attempt = firstNonEmpty(q.attempt, firstAttempt(to.hist)); attempt != "" {
+			rest += "/" + attempt
 		}
 	}
 	what := fmt.Sprintf("the %s of executor %s", q.typ, q.exec)
@@ -121,7 +149,7 @@ func (s *Server) serveExecLog(w http.ResponseWriter, r *http.Request, st *reqSta
 	src, ok := workerLogSource(claimed, app.ID, q)
 	hosts := s.workers
 	if !ok {
-		src, ok = nodeManagerLogSource(claimed, app.ID, q)
+		src, ok = nodeManagerLogSource(claimed, app.ID, attempt, q)
 		hosts = s.nodes
 	}
 	if !ok {
@@ -344,13 +372,14 @@ func (s *Server) pageExecLog(ctx context.Context, w http.ResponseWriter, r *http
 	defer func() { _ = c.Close() }()
 	self := st.route.Prefix + execLogPrefix + q.exec + "/" + q.typ
 	at := func(off int64) string {
-		return self + "?" + url.Values{"offset": {strconv.FormatInt(off, 10)}, "byteLength": {strconv.Itoa(length)}}.Encode()
+		return withAttempt(self, url.Values{"offset": {strconv.FormatInt(off, 10)}, "byteLength": {strconv.Itoa(length)}}, q.attempt)
 	}
 	data := execLogPage{
 		pageBase: pageBase{Title: q.typ + " of executor " + q.exec, User: st.ident.User, Groups: st.ident.Groups, RequestID: st.requestID},
 		AppID:    appID, AppLink: st.route.Prefix + "/executors/", Exec: q.exec, Type: q.typ,
 		Start: c.start, End: c.end, Total: c.total, Failed: c.failed,
-		Newest: self, Follow: self + "?follow=1", Raw: self + "/raw", Marker: execLogMarker,
+		Newest: withAttempt(self, nil, q.attempt), Follow: withAttempt(self, url.Values{"follow": {"1"}}, q.attempt),
+		Raw: withAttempt(self+"/raw", nil, q.attempt), Marker: execLogMarker,
 	}
 	if follow {
 		data.Refresh = 5

@@ -11,20 +11,23 @@ import (
 
 // executorsListApp reports whether an upstream path is an app's executors
 // list in Spark's REST API (/api/v1/applications/<id>[/<attempt>]/
-// {executors,allexecutors}), and for which app.
-func executorsListApp(p string) (string, bool) {
+// {executors,allexecutors}), and for which app and attempt.
+func executorsListApp(p string) (id, attempt string, ok bool) {
 	rest, ok := strings.CutPrefix(p, "/api/v1/applications/")
 	if !ok {
-		return "", false
+		return "", "", false
 	}
 	segs := strings.Split(rest, "/")
-	if n := len(segs); n < 2 || n > 3 || (segs[n-1] != "executors" && segs[n-1] != "allexecutors") {
-		return "", false
+	n := len(segs)
+	if n < 2 || n > 3 || (segs[n-1] != "executors" && segs[n-1] != "allexecutors") || !ValidAppID(segs[0]) {
+		return "", "", false
 	}
-	if !ValidAppID(segs[0]) {
-		return "", false
+	if n == 3 && ValidAttemptID(segs[1]) {
+		// Any other segment is no attempt of a gateway route; the list
+		// is rewritten all the same.
+		attempt = segs[1]
 	}
-	return segs[0], true
+	return segs[0], attempt, true
 }
 
 // rewriteExecutorLogs makes the executors list's executorLogs (which name
@@ -36,7 +39,7 @@ func executorsListApp(p string) (string, bool) {
 // paths of their Kubernetes pods' logs (podlogs.go): an executor with a pod
 // links its pod's log, whatever Spark listed (on Kubernetes, nothing unless
 // configured).
-func rewriteExecutorLogs(resp *http.Response, appID string, onAppHost bool, pods map[string]string) error {
+func rewriteExecutorLogs(resp *http.Response, links execLogLinks, pods map[string]string) error {
 	if resp.Request.Method != http.MethodGet || resp.StatusCode != http.StatusOK ||
 		!strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "application/json") {
 		return nil
@@ -52,7 +55,7 @@ func rewriteExecutorLogs(resp *http.Response, appID string, onAppHost bool, pods
 	}
 	pr, pw := io.Pipe()
 	go func() {
-		err := rewriteExecutorList(pw, body, appID, onAppHost, pods)
+		err := rewriteExecutorList(pw, body, links, pods)
 		_ = body.Close()
 		pw.CloseWithError(err) // nil: EOF for the reader
 	}()
@@ -64,7 +67,7 @@ func rewriteExecutorLogs(resp *http.Response, appID string, onAppHost bool, pods
 
 // rewriteExecutorList copies a JSON array of executors from r to w with
 // each executorLogs value replaced by the gateway's link.
-func rewriteExecutorList(w io.Writer, r io.Reader, appID string, onAppHost bool, pods map[string]string) error {
+func rewriteExecutorList(w io.Writer, r io.Reader, links execLogLinks, pods map[string]string) error {
 	// Each executor is read whole, so each is bounded: a driver (or a
 	// small gzip answer) could otherwise make one as large as it likes.
 	br := &budgetReader{r: r, left: maxExecutorEntry}
@@ -84,7 +87,7 @@ func rewriteExecutorList(w io.Writer, r io.Reader, appID string, onAppHost bool,
 		if link, ok := podLinkFor(pods, e["id"]); ok {
 			e["executorLogs"] = link
 		} else if raw, ok := e["executorLogs"]; ok {
-			e["executorLogs"] = gatewayLogLinks(raw, e["id"], appID, onAppHost)
+			e["executorLogs"] = gatewayLogLinks(raw, e["id"], links)
 		}
 		b, err := json.Marshal(e)
 		if err != nil {
@@ -137,7 +140,7 @@ func (b *budgetReader) Read(p []byte) (int, error) {
 
 // gatewayLogLinks maps {"stdout": "http://worker/…", …} to the gateway's
 // links of the same logs; entries it cannot name safely are dropped.
-func gatewayLogLinks(raw, rawID json.RawMessage, appID string, onAppHost bool) json.RawMessage {
+func gatewayLogLinks(raw, rawID json.RawMessage, links execLogLinks) json.RawMessage {
 	var logs map[string]string
 	var id string
 	if json.Unmarshal(raw, &logs) != nil || json.Unmarshal(rawID, &id) != nil || !validExecutorID(id) {
@@ -146,7 +149,7 @@ func gatewayLogLinks(raw, rawID json.RawMessage, appID string, onAppHost bool) j
 	out := make(map[string]string, len(logs))
 	for typ := range logs {
 		if validLogType(typ) {
-			out[typ] = execLogLink(appID, onAppHost, id, typ)
+			out[typ] = links.link(id, typ)
 		}
 	}
 	b, err := json.Marshal(out)

@@ -316,19 +316,20 @@ func TestParseExecLogPath(t *testing.T) {
 
 func TestExecutorsListApp(t *testing.T) {
 	tests := []struct {
-		in, id string
-		ok     bool
+		in, id, attempt string
+		ok              bool
 	}{
-		{"/api/v1/applications/app-20261201120000-0007/allexecutors", "app-20261201120000-0007", true},
-		{"/api/v1/applications/app-20261201120000-0007/1/executors", "app-20261201120000-0007", true},
-		{"/api/v1/applications/app-20261201120000-0007/executors/0/threads", "", false},
-		{"/api/v1/applications/app-20261201120000-0007/jobs", "", false},
-		{"/executors/", "", false},
+		{"/api/v1/applications/app-20261201120000-0007/allexecutors", "app-20261201120000-0007", "", true},
+		{"/api/v1/applications/app-20261201120000-0007/1/executors", "app-20261201120000-0007", "1", true},
+		{"/api/v1/applications/app-20261201120000-0007/x/executors", "app-20261201120000-0007", "", true},
+		{"/api/v1/applications/app-20261201120000-0007/executors/0/threads", "", "", false},
+		{"/api/v1/applications/app-20261201120000-0007/jobs", "", "", false},
+		{"/executors/", "", "", false},
 	}
 	for _, tc := range tests {
-		id, ok := executorsListApp(tc.in)
-		if id != tc.id || ok != tc.ok {
-			t.Errorf("executorsListApp(%q) = %q, %v; want %q, %v", tc.in, id, ok, tc.id, tc.ok)
+		id, attempt, ok := executorsListApp(tc.in)
+		if id != tc.id || attempt != tc.attempt || ok != tc.ok {
+			t.Errorf("executorsListApp(%q) = %q, %q, %v; want %q, %q, %v", tc.in, id, attempt, ok, tc.id, tc.attempt, tc.ok)
 		}
 	}
 }

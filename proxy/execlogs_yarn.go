@@ -17,17 +17,20 @@ import (
 var (
 	// reContainerID is a YARN container id: container_[e<epoch>_]<cluster
 	// timestamp>_<app sequence>_<attempt>_<container>.
-	reContainerID = regexp.MustCompile(`^container_(?:e\d+_)?(\d+)_(\d+)_\d+_\d+$`)
+	reContainerID = regexp.MustCompile(`^container_(?:e\d+_)?(\d+)_(\d+)_(\d+)_\d+$`)
 	reYARNAppID   = regexp.MustCompile(`^application_(\d+)_(\d+)$`)
 	validYARNUser = regexp.MustCompile(`^[A-Za-z0-9_@-][A-Za-z0-9._@-]{0,63}$`).MatchString
 )
 
 // nodeManagerLogSource checks that a log URL Spark gave is a NodeManager's
-// container log page of a container of exactly this YARN app, for this log
-// type (http://<nm>/node/containerlogs/<container>/<user>/<type>?start=…,
-// as Spark's YARN ExecutorRunnable builds it), and returns the
-// NodeManager's web root and the container.
-func nodeManagerLogSource(claimed, appID string, q execLogReq) (logSource, bool) {
+// container log page of a container of exactly this YARN app, and of the
+// attempt whose executors named it when that is known (an attempt's event
+// log may name any container: another attempt's would be judged by the
+// wrong ACLs), for this log type
+// (http://<nm>/node/containerlogs/<container>/<user>/<type>?start=…, as
+// Spark's YARN ExecutorRunnable builds it), and returns the NodeManager's
+// web root and the container.
+func nodeManagerLogSource(claimed, appID, attempt string, q execLogReq) (logSource, bool) {
 	u, err := url.Parse(claimed)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawPath != "" {
 		return logSource{}, false
@@ -38,7 +41,8 @@ func nodeManagerLogSource(claimed, appID string, q execLogReq) (logSource, bool)
 	}
 	c := reContainerID.FindStringSubmatch(segs[2])
 	a := reYARNAppID.FindStringSubmatch(appID)
-	if c == nil || a == nil || c[1] != a[1] || strings.TrimLeft(c[2], "0") != strings.TrimLeft(a[2], "0") {
+	if c == nil || a == nil || c[1] != a[1] || strings.TrimLeft(c[2], "0") != strings.TrimLeft(a[2], "0") ||
+		attempt != "" && strings.TrimLeft(c[3], "0") != strings.TrimLeft(attempt, "0") {
 		return logSource{}, false
 	}
 	return logSource{base: &url.URL{Scheme: u.Scheme, Host: u.Host}, yarn: true, container: segs[2]}, true

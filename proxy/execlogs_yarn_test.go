@@ -154,3 +154,80 @@ func TestContainerLogNoOpenProxy(t *testing.T) {
 		})
 	}
 }
+
+// TestContainerLogOfOtherAttempt: a History Server app of two attempts,
+// the newer open to dave. Its executors list (an event log anyone may have
+// written) names a container of attempt 1, which only alice may view: the
+// log is refused, not served under attempt 2's ACLs. Asked for attempt 1
+// (the link its own Executors tab has), the log is judged, and read, as
+// attempt 1's.
+func TestContainerLogOfOtherAttempt(t *testing.T) {
+	const first = "container_e01_1700000000000_0002_01_000002"
+	nm, seen := fakeNodeManager(t, map[string]string{first + "/logs/stdout": "attempt one\n"})
+	rm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = fmt.Fprintf(w, `{"nodes":{"node":[{"id":"n:1","nodeHTTPAddress":%q,"state":"RUNNING"}]}}`, strings.TrimPrefix(nm.URL, "http://"))
+	}))
+	t.Cleanup(rm.Close)
+	claim := nm.URL + "/node/containerlogs/" + first + "/alice/stdout"
+	var mu sync.Mutex
+	var lists []string
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		lists = append(lists, r.URL.Path)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `[{"id":"1","executorLogs":{"stdout":%q}}]`, claim)
+	}))
+	t.Cleanup(hs.Close)
+	hu, _ := url.Parse(hs.URL)
+	ru, _ := url.Parse(rm.URL)
+	h := newHarness(t, func(o *Options) {
+		o.ResourceManagers = []*url.URL{ru}
+		o.HistoryServers = map[string]*url.URL{"yh": hu}
+	})
+	ref := discovery.HistoryRef{Server: "yh", BaseURL: hu, Attempts: []string{"2", "1"}, Completed: true,
+		User: "alice", ACLProps: map[string]string{"spark.ui.view.acls": "dave"},
+		Older: []discovery.HistoryAttempt{{ID: "1", User: "alice", Completed: true, ACLProps: map[string]string{}}}}
+	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	h.reg.Store(discovery.NewSnapshot([]*discovery.App{{ID: appYarnLogs, Name: "y", User: "alice", StartTime: start,
+		EndTime: start.Add(time.Hour), State: discovery.Ended, Source: "history:yh", History: []discovery.HistoryRef{ref}}}))
+	base := "/app/" + appYarnLogs + "/_/logs/1/stdout"
+	for _, tc := range []struct {
+		path, user string
+		want       int
+		list       string // the executors list read, "" for none
+	}{
+		{base, "dave", http.StatusNotFound, "/api/v1/applications/" + appYarnLogs + "/2/allexecutors"},
+		{base + "?attempt=1", "dave", http.StatusNotFound, ""},
+		{base + "?attempt=1", "alice", http.StatusOK, "/api/v1/applications/" + appYarnLogs + "/1/allexecutors"},
+		{base + "?attempt=x", "alice", http.StatusBadRequest, ""},
+	} {
+		mu.Lock()
+		before := len(lists)
+		mu.Unlock()
+		nmBefore := len(*seen)
+		resp, body := h.do(t, "GET", tc.path, tc.user, nil)
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s as %s = %d; want %d\n%.300s", tc.path, tc.user, resp.StatusCode, tc.want, body)
+		}
+		mu.Lock()
+		got := lists[before:]
+		mu.Unlock()
+		if tc.list == "" && len(got) > 0 || tc.list != "" && (len(got) != 1 || got[0] != tc.list) {
+			t.Errorf("%s as %s read executors lists %v; want %q", tc.path, tc.user, got, tc.list)
+		}
+		if served := len(*seen) > nmBefore; served != (tc.want == http.StatusOK) {
+			t.Errorf("%s as %s: NodeManager asked %t", tc.path, tc.user, served)
+		}
+		if tc.want == http.StatusOK {
+			if !strings.Contains(body, "attempt one") || !strings.Contains(body, `href="`+base+`?attempt=1&amp;follow=1"`) {
+				t.Errorf("attempt 1's log page lacks the log or links without its attempt:\n%.2000s", body)
+			}
+		}
+	}
+	// Attempt 1's Executors tab links its logs with the attempt.
+	resp, body := h.do(t, "GET", "/hs/yh/api/v1/applications/"+appYarnLogs+"/1/allexecutors", "alice", nil)
+	if want := `"stdout":"` + base + `?attempt=1"`; resp.StatusCode != http.StatusOK || !strings.Contains(body, want) {
+		t.Errorf("attempt 1's executors list = %d %s; want %s", resp.StatusCode, body, want)
+	}
+}

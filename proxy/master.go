@@ -152,7 +152,7 @@ func masterLink(v string, base *webURL, prefix string, apps, hs map[string]strin
 		q, err := url.ParseQuery(u.Query)
 		app, exec, typ := q.Get("appId"), q.Get("executorId"), q.Get("logType")
 		if err == nil && ValidAppID(app) && validExecutorID(exec) && (typ == "stdout" || typ == "stderr") {
-			return execLogLink(app, false, exec, typ), true
+			return execLogLinks{appID: app}.link(exec, typ), true
 		}
 		return "", false
 	}

@@ -356,7 +356,7 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 	if err := rewriteLocations(resp, st.prefix); err != nil {
 		return err
 	}
-	if id, ok := executorsListApp(st.route.Path); ok {
+	if id, attempt, ok := executorsListApp(st.route.Path); ok {
 		if st.route.AppID != "" {
 			// A driver's list is of its own app, whatever id the path
 			// asked for: the links, and the pods they name, are the
@@ -364,7 +364,8 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 			id = st.route.AppID
 		}
 		// Executor log links lead through the gateway (execlogs.go).
-		return rewriteExecutorLogs(resp, id, st.onAppHost, s.appPodLinks(id, st.onAppHost))
+		links := execLogLinks{appID: id, attempt: attempt, onAppHost: st.onAppHost}
+		return rewriteExecutorLogs(resp, links, s.appPodLinks(id, st.onAppHost))
 	}
 	if resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
 		return nil

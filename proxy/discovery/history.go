@@ -62,7 +62,10 @@ type historySource struct {
 type envKey struct{ id, attempt string }
 
 type envEntry struct {
-	completed   bool
+	completed bool
+	// older is an attempt other than the newest: not visited, as the
+	// index shows the newest's summary.
+	older       bool
 	lastUpdated int64
 	acl         map[string]string
 	failedAt    time.Time
@@ -222,7 +225,7 @@ func (h *historySource) poll(ctx context.Context) (apps []historyApp, changed bo
 				}
 				return
 			}
-			h.setEnvLocked(j.key, &envEntry{completed: j.completed, lastUpdated: j.lastUpdated, acl: acl})
+			h.setEnvLocked(j.key, &envEntry{completed: j.completed, older: j.older >= 0, lastUpdated: j.lastUpdated, acl: acl})
 			if ref := &out[j.idx].Ref; j.older < 0 {
 				ref.ACLProps = acl
 			} else {
@@ -319,7 +322,7 @@ func (h *historySource) aclOf(k envKey) map[string]string {
 
 // fetchACLs reads one app's ACL properties from its event log now, out of
 // the poll's turn, and keeps them for the next polls.
-func (h *historySource) fetchACLs(ctx context.Context, id, attempt string, completed bool) (map[string]string, error) {
+func (h *historySource) fetchACLs(ctx context.Context, id, attempt string, completed, older bool) (map[string]string, error) {
 	p := "api/v1/applications/" + url.PathEscape(id)
 	if attempt != "" {
 		p += "/" + url.PathEscape(attempt)
@@ -331,7 +334,7 @@ func (h *historySource) fetchACLs(ctx context.Context, id, attempt string, compl
 	h.mu.Lock()
 	// lastUpdated 0: an app still in progress is read again by the next
 	// poll, as its event log may still change.
-	h.setEnvLocked(envKey{id, attempt}, &envEntry{completed: completed, acl: acl})
+	h.setEnvLocked(envKey{id, attempt}, &envEntry{completed: completed, older: older, acl: acl})
 	h.mu.Unlock()
 	return acl, nil
 }

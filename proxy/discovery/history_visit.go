@@ -63,7 +63,7 @@ func (h *historySource) setEnvLocked(k envKey, e *envEntry) {
 // queueVisitLocked queues k's visit if one is owed and the queue has
 // room; h.mu must be held.
 func (h *historySource) queueVisitLocked(k envKey, e *envEntry) bool {
-	if h.visit == nil || !e.completed || e.acl == nil || e.visit != visitOwed {
+	if h.visit == nil || !e.completed || e.older || e.acl == nil || e.visit != visitOwed {
 		return false
 	}
 	select {

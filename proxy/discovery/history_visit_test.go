@@ -14,8 +14,8 @@ import (
 )
 
 // TestHistoryVisit: each completed attempt is visited once, right after
-// its environment was read (not an attempt in progress, not again at the
-// next polls); a failed visit is repeated once historyVisitRetry has
+// its environment was read (not an attempt in progress, not an older
+// attempt, not again at the next polls); a failed visit is repeated once historyVisitRetry has
 // passed, and an attempt whose ACLs a request read first is visited too.
 func TestHistoryVisit(t *testing.T) {
 	t.Parallel()
@@ -23,7 +23,9 @@ func TestHistoryVisit(t *testing.T) {
 		if r.URL.Path == "/api/v1/applications" {
 			fmt.Fprint(w, `[ {"id":"app-1","attempts":[{"startTimeEpoch":10,"endTimeEpoch":20,"lastUpdatedEpoch":20,"sparkUser":"alice","completed":true}]},
  {"id":"app-2","attempts":[{"attemptId":"1","startTimeEpoch":10,"endTimeEpoch":20,"lastUpdatedEpoch":20,"sparkUser":"alice","completed":true}]},
- {"id":"app-3","attempts":[{"startTimeEpoch":50,"endTimeEpoch":-1,"lastUpdatedEpoch":60,"sparkUser":"bob","completed":false}]}]`)
+ {"id":"app-3","attempts":[{"startTimeEpoch":50,"endTimeEpoch":-1,"lastUpdatedEpoch":60,"sparkUser":"bob","completed":false}]},
+ {"id":"app-6","attempts":[{"attemptId":"2","startTimeEpoch":30,"endTimeEpoch":40,"lastUpdatedEpoch":40,"sparkUser":"alice","completed":true},
+   {"attemptId":"1","startTimeEpoch":10,"endTimeEpoch":20,"lastUpdatedEpoch":20,"sparkUser":"alice","completed":true}]}]`)
 			return
 		}
 		fmt.Fprint(w, `{"sparkProperties":[["spark.acls.enable","true"]],"systemProperties":[]}`)
@@ -66,7 +68,7 @@ func TestHistoryVisit(t *testing.T) {
 	if _, _, err := h.poll(ctx); err != nil {
 		t.Fatal(err)
 	}
-	wait(2)
+	wait(3)
 	mu.Lock()
 	fail = nil
 	mu.Unlock()
@@ -80,10 +82,14 @@ func TestHistoryVisit(t *testing.T) {
 	wait(1)
 	h.requeueVisits(time.Now().Add(2 * historyVisitRetry))
 	// Read for a request before any poll listed it.
-	if _, err := h.fetchACLs(ctx, "app-4", "", true); err != nil {
+	if _, err := h.fetchACLs(ctx, "app-4", "", true, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.fetchACLs(ctx, "app-5", "", false); err != nil {
+	if _, err := h.fetchACLs(ctx, "app-5", "", false, false); err != nil {
+		t.Fatal(err)
+	}
+	// An older attempt's ACLs: the index shows the newest's summary only.
+	if _, err := h.fetchACLs(ctx, "app-7", "1", true, true); err != nil {
 		t.Fatal(err)
 	}
 	wait(1)
@@ -94,7 +100,7 @@ func TestHistoryVisit(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	want := map[string]int{"hs:app-1/": 1, "hs:app-2/1": 2, "hs:app-4/": 1}
+	want := map[string]int{"hs:app-1/": 1, "hs:app-2/1": 2, "hs:app-4/": 1, "hs:app-6/2": 1}
 	if diff := cmp.Diff(want, visits); diff != "" {
 		t.Errorf("visits (-want +got):\n%s", diff)
 	}

@@ -206,11 +206,14 @@ func (d *Discoverer) readACLsNow(id string) {
 			continue
 		}
 		if ha.Ref.ACLProps == nil {
-			d.readHistoryACLs(h, id, ha.AttemptID, ha.Ref.Completed)
+			d.readHistoryACLs(h, id, ha.AttemptID, ha.Ref.Completed, false)
 		}
 		for _, a := range ha.Ref.Older {
-			if a.ACLProps == nil {
-				d.readHistoryACLs(h, id, a.ID, a.Completed)
+			// Each read has the server replay an event log: an app of
+			// many attempts (anyone may write them) gets a few reads at
+			// a time here, and the rest from the polls.
+			if a.ACLProps == nil && len(d.aclBusy) < historyEnvParallel {
+				d.readHistoryACLs(h, id, a.ID, a.Completed, true)
 			}
 		}
 	}
@@ -218,7 +221,7 @@ func (d *Discoverer) readACLsNow(id string) {
 
 // readHistoryACLs starts reading one attempt's ACLs from h, unless a read
 // is under way.
-func (d *Discoverer) readHistoryACLs(h *historySource, id, attempt string, completed bool) {
+func (d *Discoverer) readHistoryACLs(h *historySource, id, attempt string, completed, older bool) {
 	key := h.cfg.Name + "/" + id + "/" + attempt
 	if d.aclBusy[key] {
 		return
@@ -226,7 +229,7 @@ func (d *Discoverer) readHistoryACLs(h *historySource, id, attempt string, compl
 	d.aclBusy[key] = true
 	ctx := d.ctx
 	go func() {
-		acl, err := h.fetchACLs(ctx, id, attempt, completed)
+		acl, err := h.fetchACLs(ctx, id, attempt, completed, older)
 		d.send(ctx, func() { d.onHistoryACLs(key, h.cfg.Name, id, attempt, acl, err) })
 	}()
 }
