@@ -117,8 +117,11 @@ func (s *Server) serveExecLog(w http.ResponseWriter, r *http.Request, st *reqSta
 	if q.attempt = r.URL.Query().Get("attempt"); q.attempt != "" && !ValidAttemptID(q.attempt) {
 		return badRequest("attempt: an attempt id")
 	}
-	// Judged by the attempt whose executors list is read.
-	to, err := s.resolveApp(st, resolveOpts{attempt: q.attempt, historyFirst: q.attempt != ""})
+	// Judged by the attempt whose executors list is read, and, when a
+	// History Server lists several, by them all: an attempt's event log
+	// may name a container of another (one without an id, numbered as
+	// attempt 1 on YARN, or another that claims its number).
+	to, err := s.resolveApp(st, resolveOpts{attempt: q.attempt, historyFirst: q.attempt != "", everyAttempt: true})
 	if err != nil {
 		return err
 	}

@@ -24,9 +24,9 @@ var (
 
 // nodeManagerLogSource checks that a log URL Spark gave is a NodeManager's
 // container log page of a container of exactly this YARN app, and of the
-// attempt whose executors named it when that is known (an attempt's event
-// log may name any container: another attempt's would be judged by the
-// wrong ACLs), for this log type
+// attempt whose executors named it when that is known (YARN numbers them
+// 1, 2, …, a container "01", "000001"; an attempt id with a leading zero
+// is no YARN attempt and matches none), for this log type
 // (http://<nm>/node/containerlogs/<container>/<user>/<type>?start=…, as
 // Spark's YARN ExecutorRunnable builds it), and returns the NodeManager's
 // web root and the container.
@@ -42,7 +42,7 @@ func nodeManagerLogSource(claimed, appID, attempt string, q execLogReq) (logSour
 	c := reContainerID.FindStringSubmatch(segs[2])
 	a := reYARNAppID.FindStringSubmatch(appID)
 	if c == nil || a == nil || c[1] != a[1] || strings.TrimLeft(c[2], "0") != strings.TrimLeft(a[2], "0") ||
-		attempt != "" && strings.TrimLeft(c[3], "0") != strings.TrimLeft(attempt, "0") {
+		attempt != "" && strings.TrimLeft(c[3], "0") != attempt {
 		return logSource{}, false
 	}
 	return logSource{base: &url.URL{Scheme: u.Scheme, Host: u.Host}, yarn: true, container: segs[2]}, true

@@ -155,12 +155,13 @@ func TestContainerLogNoOpenProxy(t *testing.T) {
 	}
 }
 
-// TestContainerLogOfOtherAttempt: a History Server app of two attempts,
-// the newer open to dave. Its executors list (an event log anyone may have
-// written) names a container of attempt 1, which only alice may view: the
-// log is refused, not served under attempt 2's ACLs. Asked for attempt 1
-// (the link its own Executors tab has), the log is judged, and read, as
-// attempt 1's.
+// TestContainerLogOfOtherAttempt: a History Server app of attempts 2
+// (open to dave), 1 and "01" (which YARN never numbers so). An event log
+// anyone may have written can name any container, so an executor's log
+// needs view on every attempt: dave gets none. For alice, who may view
+// them all, a list that names another attempt's container is refused, and
+// asked for attempt 1 (the link its own Executors tab has), the log is
+// read as attempt 1's.
 func TestContainerLogOfOtherAttempt(t *testing.T) {
 	const first = "container_e01_1700000000000_0002_01_000002"
 	nm, seen := fakeNodeManager(t, map[string]string{first + "/logs/stdout": "attempt one\n"})
@@ -185,9 +186,10 @@ func TestContainerLogOfOtherAttempt(t *testing.T) {
 		o.ResourceManagers = []*url.URL{ru}
 		o.HistoryServers = map[string]*url.URL{"yh": hu}
 	})
-	ref := discovery.HistoryRef{Server: "yh", BaseURL: hu, Attempts: []string{"2", "1"}, Completed: true,
+	ref := discovery.HistoryRef{Server: "yh", BaseURL: hu, Attempts: []string{"2", "1", "01"}, Completed: true,
 		User: "alice", ACLProps: map[string]string{"spark.ui.view.acls": "dave"},
-		Older: []discovery.HistoryAttempt{{ID: "1", User: "alice", Completed: true, ACLProps: map[string]string{}}}}
+		Older: []discovery.HistoryAttempt{{ID: "1", User: "alice", Completed: true, ACLProps: map[string]string{}},
+			{ID: "01", User: "alice", Completed: true, ACLProps: map[string]string{"spark.ui.view.acls": "dave"}}}}
 	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	h.reg.Store(discovery.NewSnapshot([]*discovery.App{{ID: appYarnLogs, Name: "y", User: "alice", StartTime: start,
 		EndTime: start.Add(time.Hour), State: discovery.Ended, Source: "history:yh", History: []discovery.HistoryRef{ref}}}))
@@ -197,8 +199,11 @@ func TestContainerLogOfOtherAttempt(t *testing.T) {
 		want       int
 		list       string // the executors list read, "" for none
 	}{
-		{base, "dave", http.StatusNotFound, "/api/v1/applications/" + appYarnLogs + "/2/allexecutors"},
+		{base, "dave", http.StatusNotFound, ""},
+		{base + "?attempt=01", "dave", http.StatusNotFound, ""},
 		{base + "?attempt=1", "dave", http.StatusNotFound, ""},
+		{base, "alice", http.StatusNotFound, "/api/v1/applications/" + appYarnLogs + "/2/allexecutors"},
+		{base + "?attempt=01", "alice", http.StatusNotFound, "/api/v1/applications/" + appYarnLogs + "/01/allexecutors"},
 		{base + "?attempt=1", "alice", http.StatusOK, "/api/v1/applications/" + appYarnLogs + "/1/allexecutors"},
 		{base + "?attempt=x", "alice", http.StatusBadRequest, ""},
 	} {

@@ -32,7 +32,8 @@ type resolveOpts struct {
 	waitMsg string
 	// everyAttempt asks, when a History Server serves the request, for
 	// View on each of the app's attempts (a download of all their event
-	// logs).
+	// logs; an executor's log, whose container's attempt an event log
+	// cannot be trusted to tell).
 	everyAttempt bool
 }
 
@@ -57,6 +58,7 @@ func (s *Server) resolveApp(st *reqState, o resolveOpts) (served, error) {
 	} else if !o.liveOnly {
 		ref = s.historyFor(app, o.attempt)
 	}
+	all := ref // before one attempt is chosen: every attempt's view
 	if ref != nil && o.attempt != "" {
 		// Judged by the named attempt's own owner and ACLs, as the History
 		// Server judges it: an attempt whose event log opens it to all
@@ -80,16 +82,10 @@ func (s *Server) resolveApp(st *reqState, o resolveOpts) (served, error) {
 		if err := s.authorize(st, app, ref, View); err != nil {
 			return served{}, err
 		}
-		// A request that names no attempt is judged by the newest (the
-		// one the gateway links and reads), and also by the attempt
-		// without an id, if the app has one besides: that is the one the
-		// History Server serves for it.
-		for _, a := range ref.Older {
-			if o.everyAttempt || o.attempt == "" && a.ID == "" {
-				at, _ := ref.ForAttempt(a.ID)
-				if err := s.authorize(st, app, at, View); err != nil {
-					return served{}, err
-				}
+		for _, id := range alsoJudged(all, o) {
+			at, _ := all.ForAttempt(id)
+			if err := s.authorize(st, app, at, View); err != nil {
+				return served{}, err
 			}
 		}
 		return served{app, ref}, nil
@@ -104,4 +100,28 @@ func (s *Server) resolveApp(st *reqState, o resolveOpts) (served, error) {
 			Msg: "application " + app.ID + " has finished"}
 	}
 	return served{}, s.waitForHistory(st, app, o.waitMsg) // authorizes by the live ACLs
+}
+
+// alsoJudged lists the attempts of ref that a request served from it must
+// also be allowed to view, besides the one it is judged by (the attempt it
+// names, else the newest, which the gateway links and reads): every other
+// attempt with o.everyAttempt; for a request that names no attempt, the
+// attempt without an id if the app has one besides its newest, since that
+// is the one the History Server serves for it. None, without an
+// allocation, for an app of one attempt.
+func alsoJudged(ref *discovery.HistoryRef, o resolveOpts) []string {
+	if len(ref.Attempts) < 2 {
+		return nil
+	}
+	judged := o.attempt
+	if judged == "" {
+		judged = ref.Attempts[0]
+	}
+	var ids []string
+	for _, id := range ref.Attempts {
+		if id != judged && (o.everyAttempt || o.attempt == "" && id == "") {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }

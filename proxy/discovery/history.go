@@ -169,6 +169,12 @@ func (h *historySource) poll(ctx context.Context) (apps []historyApp, changed bo
 	want := func(key envKey, completed bool, lastUpdated int64, idx, older int) map[string]string {
 		live[key] = true
 		e := h.env[key]
+		if e != nil && e.older != (older >= 0) {
+			// A newer attempt came (or went): only the newest is visited.
+			if e.older = older >= 0; !e.older && e.visitFailedAt.IsZero() {
+				h.queueVisitLocked(key, e)
+			}
+		}
 		if !h.fresh(key, lastUpdated) && (e == nil || e.failedAt.IsZero() || now.Sub(e.failedAt) > historyEnvRetry) {
 			jobs = append(jobs, job{key, completed, lastUpdated, idx, older})
 		}

@@ -177,3 +177,51 @@ func TestHistoryVisitQueueFull(t *testing.T) {
 		}
 	}
 }
+
+// TestHistoryVisitNewestOnly: an older attempt is not visited, until the
+// attempt that was newer leaves the list and it is the newest.
+func TestHistoryVisitNewestOnly(t *testing.T) {
+	t.Parallel()
+	fh := newFakeHistory(t, `[{"id":"app-9","attempts":[{"attemptId":"2","startTimeEpoch":30,"endTimeEpoch":40,"lastUpdatedEpoch":40,"sparkUser":"alice","completed":true},
+ {"attemptId":"1","startTimeEpoch":10,"endTimeEpoch":20,"lastUpdatedEpoch":20,"sparkUser":"alice","completed":true}]}]`)
+	h, err := newHistorySource(HistorySource{Name: "hs", URL: fh.srv.URL}, newClient(nil), DefaultInterval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	visits := make(chan string, 16)
+	h.visit = func(_ context.Context, _, id, attempt string) error {
+		visits <- id + "/" + attempt
+		return nil
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go h.runVisits(ctx)
+	next := func() string {
+		t.Helper()
+		select {
+		case v := <-visits:
+			return v
+		case <-time.After(10 * time.Second):
+			t.Fatal("no visit")
+			return ""
+		}
+	}
+	if _, _, err := h.poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v := next(); v != "app-9/2" {
+		t.Errorf("first visit %s; want app-9/2", v)
+	}
+	fh.set(`[{"id":"app-9","attempts":[{"attemptId":"1","startTimeEpoch":10,"endTimeEpoch":20,"lastUpdatedEpoch":20,"sparkUser":"alice","completed":true}]}]`)
+	if _, _, err := h.poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v := next(); v != "app-9/1" {
+		t.Errorf("visit after attempt 2 left %s; want app-9/1", v)
+	}
+	select {
+	case v := <-visits:
+		t.Errorf("a visit too many: %s", v)
+	case <-time.After(100 * time.Millisecond):
+	}
+}
