@@ -244,12 +244,9 @@ func (h *historySource) poll(ctx context.Context) (apps []historyApp, changed bo
 	h.mu.Lock()
 	h.owed = false
 	for i := range out {
-		if !h.fresh(envKey{out[i].ID, out[i].AttemptID}, out[i].lastUpdated) {
+		if !h.freshApp(&out[i]) {
 			h.owed = true
 			break
-		}
-		for _, a := range out[i].Ref.Older {
-			h.owed = h.owed || !h.fresh(envKey{out[i].ID, a.ID}, a.lastUpdated)
 		}
 	}
 	h.mu.Unlock()
@@ -316,6 +313,20 @@ func (h *historySource) decode(raw []byte) (historyApp, bool) {
 func (h *historySource) fresh(k envKey, lastUpdated int64) bool {
 	e := h.env[k]
 	return e != nil && e.acl != nil && (e.completed || e.lastUpdated == lastUpdated)
+}
+
+// freshApp reports whether the cached ACLs of every attempt of ha are
+// current; h.mu must be held.
+func (h *historySource) freshApp(ha *historyApp) bool {
+	if !h.fresh(envKey{ha.ID, ha.AttemptID}, ha.lastUpdated) {
+		return false
+	}
+	for _, a := range ha.Ref.Older {
+		if !h.fresh(envKey{ha.ID, a.ID}, a.lastUpdated) {
+			return false
+		}
+	}
+	return true
 }
 
 // aclOf returns the cached ACLs of key; h.mu must be held.
