@@ -47,6 +47,9 @@ type execLogReq struct {
 	exec, typ string
 	raw       bool
 	attempt   string
+	// back is the Executors page the log page links back to: the
+	// driver's, or the History Server's view of the attempt read.
+	back string
 }
 
 var (
@@ -126,6 +129,10 @@ func (s *Server) serveExecLog(w http.ResponseWriter, r *http.Request, st *reqSta
 		return err
 	}
 	app := to.app
+	q.back = st.route.Prefix + "/executors/"
+	if to.hist != nil && q.attempt != "" && !st.onAppHost {
+		q.back = "/history/" + app.ID + "/" + q.attempt + "/executors/"
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), execLogLimit)
 	defer cancel()
 	var base *url.URL
@@ -379,7 +386,7 @@ func (s *Server) pageExecLog(ctx context.Context, w http.ResponseWriter, r *http
 	}
 	data := execLogPage{
 		pageBase: pageBase{Title: q.typ + " of executor " + q.exec, User: st.ident.User, Groups: st.ident.Groups, RequestID: st.requestID},
-		AppID:    appID, AppLink: st.route.Prefix + "/executors/", Exec: q.exec, Type: q.typ,
+		AppID:    appID, AppLink: q.back, Exec: q.exec, Type: q.typ,
 		Start: c.start, End: c.end, Total: c.total, Failed: c.failed,
 		Newest: withAttempt(self, nil, q.attempt), Follow: withAttempt(self, url.Values{"follow": {"1"}}, q.attempt),
 		Raw: withAttempt(self+"/raw", nil, q.attempt), Marker: execLogMarker,

@@ -228,6 +228,10 @@ func TestContainerLogOfOtherAttempt(t *testing.T) {
 			if !strings.Contains(body, "attempt one") || !strings.Contains(body, `href="`+base+`?attempt=1&amp;follow=1"`) {
 				t.Errorf("attempt 1's log page lacks the log or links without its attempt:\n%.2000s", body)
 			}
+			// Back to the Executors tab of the attempt read, not the newest's.
+			if back := `href="/history/` + appYarnLogs + `/1/executors/"`; !strings.Contains(body, back) {
+				t.Errorf("attempt 1's log page does not link back with %s:\n%.2000s", back, body)
+			}
 		}
 	}
 	// Attempt 1's Executors tab links its logs with the attempt.
