@@ -208,6 +208,19 @@ func (a *Authenticator) StoreStats() (st StoreStats, ok bool) {
 	return a.shared.stats(), true
 }
 
+// ClaimOnce records key (a one-time token's nonce) for ttl in the store
+// replicas share, and reports whether no replica had recorded it before.
+// Without a store, or while it is down, it reports true: the caller's own
+// memory of used tokens is then all there is (fail open, as for sessions).
+// ttl is rounded up to a millisecond.
+func (a *Authenticator) ClaimOnce(ctx context.Context, key string, ttl time.Duration) bool {
+	if a.shared == nil {
+		return true
+	}
+	first, err := a.shared.claim(ctx, key, max(ttl, time.Millisecond))
+	return first || err != nil
+}
+
 // Close stops the shared store's prober and closes its connections.
 func (a *Authenticator) Close() error {
 	if a.shared == nil {

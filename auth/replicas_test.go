@@ -371,3 +371,48 @@ func sessionKey(value string) string {
 	sum := sha256.Sum256([]byte(value))
 	return hex.EncodeToString(sum[:])
 }
+
+// TestClaimOnceAcrossReplicas: with the store, a key claimed on one
+// replica is refused on the other (and on it again) until its TTL ends,
+// and other keys are not; while the store is down every claim is taken
+// (fail open, the caller's own memory then holds) and counted as an
+// error. Without a store every claim is taken: the control.
+func TestClaimOnceAcrossReplicas(t *testing.T) {
+	ctx := context.Background()
+	e := newReplicaEnv(t, StoreRedis)
+	a, b := e.a.auth.Load(), e.b.auth.Load()
+	if !a.ClaimOnce(ctx, "handoff:n1", time.Minute) {
+		t.Fatal("first claim of n1 on replica a refused")
+	}
+	if b.ClaimOnce(ctx, "handoff:n1", time.Minute) || a.ClaimOnce(ctx, "handoff:n1", time.Minute) {
+		t.Error("n1 claimed again on replica b or a; want refused")
+	}
+	if !b.ClaimOnce(ctx, "handoff:n2", time.Minute) {
+		t.Error("first claim of n2 on replica b refused")
+	}
+	if !a.ClaimOnce(ctx, "handoff:short", time.Millisecond) {
+		t.Fatal("first claim of a 1 ms key refused")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !b.ClaimOnce(ctx, "handoff:short", time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a 1 ms claim still held after 10 s; want expired")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	e.redis.stop()
+	if !b.ClaimOnce(ctx, "handoff:n1", time.Minute) {
+		t.Error("claim with the store down refused; want taken (fail open)")
+	}
+	if st, _ := b.StoreStats(); st.Errors[OpClaim] == 0 {
+		t.Errorf("replica b's store stats after a failed claim = %+v; want a claim error", st)
+	}
+
+	m := newReplicaEnv(t, StoreMemory)
+	for _, g := range []*gateway{m.a, m.a, m.b} {
+		if !g.auth.Load().ClaimOnce(ctx, "handoff:n1", time.Minute) {
+			t.Error("claim without a store refused; want taken (the replica's own memory decides)")
+		}
+	}
+}

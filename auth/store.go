@@ -26,6 +26,8 @@ type sessionStore interface {
 	// was renewed to, under the hash of the value it was renewed from.
 	putRenewed(ctx context.Context, from, value string, ttl time.Duration) error
 	getRenewed(ctx context.Context, from string) (string, bool, error)
+	// claim records key for ttl; first says no replica had recorded it.
+	claim(ctx context.Context, key string, ttl time.Duration) (first bool, err error)
 	ping(ctx context.Context) error
 	close() error
 }
@@ -36,11 +38,12 @@ const (
 	OpRevoke  = "revoke"  // record a sign-out
 	OpLock    = "lock"    // take or release a renewal lock
 	OpRenewed = "renewed" // share or read a renewed session
+	OpClaim   = "claim"   // take a one-time token (ClaimOnce)
 	OpPing    = "ping"    // probe while down
 )
 
 // StoreOps lists the operations, so that every series exists from the start.
-var StoreOps = []string{OpCheck, OpRevoke, OpLock, OpRenewed, OpPing}
+var StoreOps = []string{OpCheck, OpRevoke, OpLock, OpRenewed, OpClaim, OpPing}
 
 // StoreStats is the shared store's health, for metrics.
 type StoreStats struct {
@@ -260,6 +263,21 @@ func (s *shared) lock(ctx context.Context, name string, ttl time.Duration) (stri
 		s.failed(OpLock, err)
 	}
 	return tok, ok, err
+}
+
+// claim records key; errStoreDown or another error means the caller
+// goes on alone, as a single replica would.
+func (s *shared) claim(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	if s.down.Load() {
+		return false, errStoreDown
+	}
+	cctx, cancel := s.ctx(ctx)
+	defer cancel()
+	first, err := s.store.claim(cctx, key, ttl)
+	if err != nil {
+		s.failed(OpClaim, err)
+	}
+	return first, err
 }
 
 func (s *shared) unlock(ctx context.Context, name, token string) {

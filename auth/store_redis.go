@@ -131,6 +131,17 @@ func (s *redisStore) getRenewed(ctx context.Context, from string) (string, bool,
 	return v, true, nil
 }
 
+func (s *redisStore) claim(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	err := s.c.Do(ctx, "SET", s.prefix+"once:"+key, "1", "NX", "PX", ttl.Milliseconds()).Err()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return false, nil // a replica took it before
+	case err != nil:
+		return false, fmt.Errorf("redis set once: %w", err)
+	}
+	return true, nil
+}
+
 func (s *redisStore) ping(ctx context.Context) error {
 	if err := s.c.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("redis ping: %w", err)

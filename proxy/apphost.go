@@ -249,6 +249,12 @@ func (s *Server) acceptHandOff(w http.ResponseWriter, r *http.Request, st *reqSt
 	if ok {
 		ok = s.nonces.use(c.Nonce, c.Exp, s.now().Unix())
 	}
+	if ok && s.claimOnce != nil {
+		// Once across replicas too, where they share a store; the token
+		// is kept until it expires (and a second more: clocks differ).
+		ttl := time.Unix(c.Exp, 0).Sub(s.now()) + time.Second
+		ok = s.claimOnce(r.Context(), "handoff:"+c.Nonce, ttl)
+	}
 	if !ok || !strings.HasPrefix(c.Path, "/") || strings.HasPrefix(c.Path, "//") {
 		s.log.Info("hand-off refused", zap.String("request_id", st.requestID), zap.String("app_id", id))
 		return &httpError{Status: http.StatusForbidden, Title: "Sign-in expired", AppID: id,

@@ -1,12 +1,15 @@
 package proxy
 
 import (
+	"context"
 	"html"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // appHostHarness is the usual harness with per-app origins under
@@ -260,5 +263,66 @@ func TestAppHostCookieHostPrefixed(t *testing.T) {
 	}
 	if resp := h.onHost(t, appHost, "/jobs/", &http.Cookie{Name: appCookie, Value: app.Value}); resp.StatusCode != http.StatusFound {
 		t.Errorf("app host with %s = %d; want 302 to the main origin (not read)", appCookie, resp.StatusCode)
+	}
+}
+
+// TestHandOffOnceAcrossReplicas: two replicas with one key and a shared
+// store (Options.ClaimOnce; auth's TestClaimOnceAcrossReplicas proves it
+// on Redis): a hand-off token taken on one replica is refused by the
+// other, and the claim lasts as long as the token. Without the store
+// (the control) the other replica takes it again, as documented.
+func TestHandOffOnceAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	key := []byte("0123456789abcdef0123456789abcdef")
+	type claim struct {
+		key string
+		ttl time.Duration
+	}
+	for _, shared := range []bool{true, false} {
+		var mu sync.Mutex
+		claims := map[string]bool{}
+		var asked []claim
+		replica := func() *harness {
+			return newHarness(t, func(o *Options) {
+				o.Config.AppDomain = "apps.test"
+				o.PublicURL = "http://gw.test:8080"
+				o.CSRFKey = key
+				if shared {
+					o.ClaimOnce = func(_ context.Context, k string, ttl time.Duration) bool {
+						mu.Lock()
+						defer mu.Unlock()
+						asked = append(asked, claim{k, ttl})
+						first := !claims[k]
+						claims[k] = true
+						return first
+					}
+				}
+			})
+		}
+		a, b := replica(), replica()
+		alice := &http.Cookie{Name: sessionName, Value: "alice"}
+		appHost := appLive + ".apps.test:8080"
+		resp := a.onHost(t, "gw.test:8080", "/app/"+appLive+"/jobs/", alice)
+		handoff := strings.TrimPrefix(resp.Header.Get("Location"), "http://"+appHost)
+		if resp.StatusCode != http.StatusFound || !strings.HasPrefix(handoff, handoffPath) {
+			t.Fatalf("main /app/%s/jobs/ = %d, Location %q; want a hand-off", appLive, resp.StatusCode, resp.Header.Get("Location"))
+		}
+		if resp := b.onHost(t, appHost, handoff); resp.StatusCode != http.StatusFound {
+			t.Fatalf("shared %t: hand-off on replica b = %d; want 302", shared, resp.StatusCode)
+		}
+		want := http.StatusForbidden
+		if !shared {
+			want = http.StatusFound
+		}
+		if resp := a.onHost(t, appHost, handoff); resp.StatusCode != want {
+			t.Errorf("shared %t: the same hand-off on replica a = %d; want %d", shared, resp.StatusCode, want)
+		}
+		if !shared {
+			continue
+		}
+		if len(asked) != 2 || !strings.HasPrefix(asked[0].key, "handoff:") || asked[0].key != asked[1].key ||
+			asked[0].ttl <= handoffTTL-time.Second || asked[0].ttl > handoffTTL+time.Second {
+			t.Errorf("claims asked = %+v; want the token's nonce twice, each for about %s", asked, handoffTTL)
+		}
 	}
 }

@@ -40,6 +40,11 @@ type Options struct {
 	HistoryServers map[string]*url.URL
 	// Ready reports readiness for /_/readyz (nil: always ready).
 	Ready func() bool
+	// ClaimOnce, if set, records a one-time token's key for ttl where every
+	// replica sees it, and reports whether no replica had recorded it (or
+	// that it cannot tell: true). An app host's hand-off token is taken
+	// once per replica without it, once in all with it.
+	ClaimOnce func(ctx context.Context, key string, ttl time.Duration) bool
 	// Suspect, if set, is told that a live app's driver did not answer, so
 	// that discovery re-checks it now rather than at its next round.
 	Suspect func(appID string)
@@ -127,6 +132,7 @@ type Server struct {
 	// target Prometheus service discovery hands out.
 	publicURLOpt string
 	nonces       handoffNonces
+	claimOnce    func(ctx context.Context, key string, ttl time.Duration) bool // Options.ClaimOnce
 	diag         *diagnoser
 	finished     *finishedSummaries // finished apps' index badges (index_finished.go)
 	// workers and logClient serve executor logs (execlogs.go).
@@ -175,26 +181,27 @@ func New(o Options) (*Server, error) {
 		}
 	}
 	s := &Server{
-		cfg:      cfg,
-		guard:    Guard{AllowHeapHistogram: cfg.AllowHeapHistogram, AllowThreadDump: cfg.AllowThreadDump},
-		reg:      o.Registry,
-		authn:    o.Authn,
-		authz:    o.Authz,
-		hs:       make(map[string]*url.URL, len(o.HistoryServers)),
-		ready:    o.Ready,
-		suspect:  o.Suspect,
-		wantACLs: o.WantACLs,
-		isAdmin:  o.IsAdmin,
-		sources:  o.Sources,
-		health:   o.SourceHealth,
-		csrfKey:  key,
-		secure:   o.SecureCookies,
-		log:      o.Logger,
-		audit:    o.Audit,
-		metrics:  o.Metrics,
-		pages:    pg,
-		static:   staticHandler(),
-		now:      time.Now,
+		cfg:       cfg,
+		guard:     Guard{AllowHeapHistogram: cfg.AllowHeapHistogram, AllowThreadDump: cfg.AllowThreadDump},
+		reg:       o.Registry,
+		authn:     o.Authn,
+		authz:     o.Authz,
+		hs:        make(map[string]*url.URL, len(o.HistoryServers)),
+		ready:     o.Ready,
+		suspect:   o.Suspect,
+		claimOnce: o.ClaimOnce,
+		wantACLs:  o.WantACLs,
+		isAdmin:   o.IsAdmin,
+		sources:   o.Sources,
+		health:    o.SourceHealth,
+		csrfKey:   key,
+		secure:    o.SecureCookies,
+		log:       o.Logger,
+		audit:     o.Audit,
+		metrics:   o.Metrics,
+		pages:     pg,
+		static:    staticHandler(),
+		now:       time.Now,
 
 		publicURLOpt: o.PublicURL,
 	}

@@ -8,7 +8,7 @@ import (
 
 var (
 	storeErrorsDesc = prometheus.NewDesc("sparkgate_session_store_errors_total",
-		"Failed operations on the shared session store (auth.session.store redis), by op: check, revoke, lock, renewed, ping.",
+		"Failed operations on the shared session store (auth.session.store redis), by op: check, revoke, lock, renewed, claim, ping.",
 		[]string{"op"}, nil)
 	storeUpDesc = prometheus.NewDesc("sparkgate_session_store_up",
 		"1 while the shared session store answers; 0 from a failed operation until a probe answers again.",
