@@ -590,6 +590,44 @@ func TestLoginRefusesOpenRedirect(t *testing.T) {
 	}
 }
 
+// TestLoginRedirectSentAsChecked: the place to return to goes out in
+// Location exactly as safeRedirect checked it, from /oauth2/login when
+// signed in and from the callback after a sign-in; a value net/http's
+// Redirect would have cleaned into "/\\evil.example" (a fragment holding
+// "/../\\") goes to the gateway's root.
+func TestLoginRedirectSentAsChecked(t *testing.T) {
+	e := newFlowEnv(t, nil)
+	for _, tc := range []struct{ rd, want string }{
+		{"/app/a-1/jobs/?x=1&y=%2F..%2F", "/app/a-1/jobs/?x=1&y=%2F..%2F"},
+		{"/#/../\\evil.example", "/"},
+		{"/app/x#/../../\\evil.example/p", "/"},
+	} {
+		// Not signed in: login, provider, callback.
+		c := newBrowser(t, false)
+		u := e.gw.srv.URL + "/oauth2/login?rd=" + url.QueryEscape(tc.rd)
+		var loc string
+		for range 6 {
+			resp, _ := get(t, c, u)
+			if resp.StatusCode != http.StatusFound {
+				t.Fatalf("rd=%q: %s = %d; want a redirect", tc.rd, u, resp.StatusCode)
+			}
+			loc = resp.Header.Get("Location")
+			if strings.Contains(u, "/oauth2/callback") {
+				break
+			}
+			u = mustURL(t, u).ResolveReference(mustURL(t, loc)).String()
+		}
+		if loc != tc.want {
+			t.Errorf("rd=%q: callback Location %q; want %q", tc.rd, loc, tc.want)
+		}
+		// Signed in: login answers at once.
+		resp, _ := get(t, c, e.gw.srv.URL+"/oauth2/login?rd="+url.QueryEscape(tc.rd))
+		if got := resp.Header.Get("Location"); resp.StatusCode != http.StatusFound || got != tc.want {
+			t.Errorf("rd=%q signed in: login = %d, Location %q; want 302 to %q", tc.rd, resp.StatusCode, got, tc.want)
+		}
+	}
+}
+
 func TestDiscoveryFailure(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	defer srv.Close()

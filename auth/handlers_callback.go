@@ -79,7 +79,7 @@ func (a *Authenticator) serveCallback(w http.ResponseWriter, r *http.Request) er
 	if !ok {
 		rd = a.basePath + "/"
 	}
-	http.Redirect(w, r, rd, http.StatusFound)
+	redirectTo(w, rd)
 	return nil
 }
 

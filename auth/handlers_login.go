@@ -50,7 +50,7 @@ func (a *Authenticator) serveLogin(w http.ResponseWriter, r *http.Request) error
 				return fmt.Errorf("saving refreshed session: %w", err)
 			}
 		}
-		http.Redirect(w, r, rd, http.StatusFound) //nolint:gosec // rd comes from redirectTarget: safeRedirect-validated or the base path
+		redirectTo(w, rd) // from redirectTarget: safeRedirect-validated or the base path
 		return nil
 	}
 

@@ -70,7 +70,7 @@ func (a *Authenticator) serveLocalToken(w http.ResponseWriter, r *http.Request) 
 		return fmt.Errorf("saving local session: %w", err)
 	}
 	a.logger.Info("signed in", zap.String("user", s.User), zap.String("method", MethodLocal))
-	http.Redirect(w, r, a.redirectTarget(r), http.StatusFound) //nolint:gosec // redirectTarget returns a safeRedirect-validated path or the base path
+	redirectTo(w, a.redirectTarget(r)) // a safeRedirect-validated path or the base path
 	return nil
 }
 

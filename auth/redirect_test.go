@@ -15,8 +15,12 @@ func TestSafeRedirect(t *testing.T) {
 		{"/app/app-1/jobs/", true},
 		{"/app/app-1/stages/stage/?id=3&attempt=0", true},
 		{"/history/app-1/1/jobs/?a=%2F%2Fx", true}, // encoded slashes in the query are data
-		{"/a%20b", false}, // encoded whitespace is refused on every layer
-		{"/a#frag", true},
+		{"/a%20b", false},  // encoded whitespace is refused on every layer
+		{"/a#frag", false}, // browsers send no fragment; net/http's Redirect cleaned one into the path
+		{"/#/../\\evil.example", false},
+		{"/app/x#/../../\\evil.example/p", false},
+		{"/#/../%5Cevil.example", false},
+		{"/?q=a\\b", false},
 		{"", false},
 		{"//evil.example", false},
 		{"//evil.example/path", false},
