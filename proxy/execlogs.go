@@ -123,12 +123,24 @@ func (s *Server) serveExecLog(w http.ResponseWriter, r *http.Request, st *reqSta
 	// Judged by the attempt whose executors list is read, and, when a
 	// History Server lists several, by them all: an attempt's event log
 	// may name a container of another (one without an id, numbered as
-	// attempt 1 on YARN, or another that claims its number).
-	to, err := s.resolveApp(st, resolveOpts{attempt: q.attempt, historyFirst: q.attempt != "", everyAttempt: true})
+	// attempt 1 on YARN, or another that claims its number); and by the
+	// driver that a master or ResourceManager named, if there is one, since
+	// anyone may write an event log under its id.
+	to, err := s.resolveApp(st, resolveOpts{attempt: q.attempt, historyFirst: q.attempt != "", everyAttempt: true, namedDriver: true})
 	if err != nil {
 		return err
 	}
 	app := to.app
+	if to.hist == nil && !namedBySource(app) {
+		// The executors list would come from a driver that a probe, a log
+		// line or a static entry found: it says what it likes about its
+		// id, and the logs under that id on workers and NodeManagers may
+		// be another user's app's. A master or a ResourceManager named
+		// this one (or a History Server lists it).
+		return &httpError{Status: http.StatusNotFound, Title: "Log not served", AppID: app.ID,
+			Msg:   "sparkgate serves the executor logs of apps that a standalone master or a YARN ResourceManager it reads names, or that a History Server lists",
+			Cause: fmt.Errorf("app found by %q, which does not bind its id", app.Source)}
+	}
 	q.back = st.route.Prefix + "/executors/"
 	if to.hist != nil && q.attempt != "" && !st.onAppHost {
 		q.back = "/history/" + app.ID + "/" + q.attempt + "/executors/"

@@ -368,3 +368,39 @@ func TestExecutorEntryBounded(t *testing.T) {
 		t.Errorf("an 8 MiB executor entry: read %d bytes, error %v; want the answer cut short", len(body), err)
 	}
 }
+
+// TestExecLogNeedsNamedApp: a driver that a probe, a log line or a static
+// entry found says what it likes about its id, owner and ACLs; the logs
+// under that id on the workers may be another user's app's. Its executor
+// logs are not served (404, neither the driver's executors list nor the
+// worker asked), even to a user its own ACLs let in; the same app as a
+// master names it is served.
+func TestExecLogNeedsNamedApp(t *testing.T) {
+	w := newFakeWorker(t, map[string]string{"0/stdout": "alice's secret\n"})
+	h := execLogHarness(t, w, true, sparkLogURL(w.URL))
+	named := h.reg.Load().Apps()
+	for _, source := range []string{"probe:10.0.0.9:4040", "log:/var/log/spark/x.log", "static", "kubernetes:team/drv"} {
+		var apps []*discovery.App
+		for _, a := range named {
+			if a.ID == appStandalone {
+				cp := *a
+				cp.Source = source
+				cp.ACLProps = map[string]string{"spark.ui.view.acls": "mallory"} // the claimant's own environment
+				a = &cp
+			}
+			apps = append(apps, a)
+		}
+		h.reg.Store(discovery.NewSnapshot(apps))
+		resp, body := h.do(t, "GET", "/app/"+appStandalone+"/_/logs/0/stdout", "mallory", nil)
+		if resp.StatusCode != http.StatusNotFound || strings.Contains(body, "secret") {
+			t.Errorf("found by %s: mallory's log request = %d; want 404 without the log\n%.500s", source, resp.StatusCode, body)
+		}
+		if qs := w.seen(); len(qs) != 0 {
+			t.Errorf("found by %s: the worker was asked %v", source, qs)
+		}
+	}
+	h.reg.Store(discovery.NewSnapshot(named))
+	if resp, body := h.do(t, "GET", "/app/"+appStandalone+"/_/logs/0/stdout", "bob", nil); resp.StatusCode != http.StatusOK || !strings.Contains(body, "secret") {
+		t.Errorf("named by its master: bob's log request = %d; want 200 with the log\n%.500s", resp.StatusCode, body)
+	}
+}

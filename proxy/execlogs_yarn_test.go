@@ -240,3 +240,62 @@ func TestContainerLogOfOtherAttempt(t *testing.T) {
 		t.Errorf("attempt 1's executors list = %d %s; want %s", resp.StatusCode, body, want)
 	}
 }
+
+// TestContainerLogForgedEventLog: the ResourceManager named a running app
+// of alice's, whose driver lets bob view it; a History Server lists the id
+// with one attempt whose event log (anyone may write one) lets everyone
+// in. Its executors' logs need view under the driver's ACLs too: mallory,
+// let in by the event log alone, gets none, for the attempt or without
+// one, live and after the app has ended; bob gets the attempt's log.
+func TestContainerLogForgedEventLog(t *testing.T) {
+	const container = "container_e01_1700000000000_0002_01_000002"
+	nm, seen := fakeNodeManager(t, map[string]string{container + "/logs/stdout": "alice's secret\n"})
+	rm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = fmt.Fprintf(w, `{"nodes":{"node":[{"id":"n:1","nodeHTTPAddress":%q,"state":"RUNNING"}]}}`, strings.TrimPrefix(nm.URL, "http://"))
+	}))
+	t.Cleanup(rm.Close)
+	claim := nm.URL + "/node/containerlogs/" + container + "/alice/stdout"
+	list := func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `[{"id":"1","executorLogs":{"stdout":%q}}]`, claim)
+	}
+	hs := httptest.NewServer(http.HandlerFunc(list))
+	t.Cleanup(hs.Close)
+	driver := httptest.NewServer(http.HandlerFunc(list))
+	t.Cleanup(driver.Close)
+	hu, _ := url.Parse(hs.URL)
+	ru, _ := url.Parse(rm.URL)
+	du, _ := url.Parse(driver.URL)
+	h := newHarness(t, func(o *Options) {
+		o.ResourceManagers = []*url.URL{ru}
+		o.HistoryServers = map[string]*url.URL{"yh": hu}
+	})
+	forged := discovery.HistoryRef{Server: "yh", BaseURL: hu, Attempts: []string{"1"}, Completed: false,
+		User: "alice", ACLProps: map[string]string{"spark.ui.view.acls": "mallory,bob"}}
+	app := discovery.App{ID: appYarnLogs, Name: "y", User: "alice", StartTime: time.Now(), State: discovery.Running,
+		UIURL: du, Source: "yarn", ACLProps: map[string]string{"spark.ui.view.acls": "bob"},
+		History: []discovery.HistoryRef{forged}}
+	base := "/app/" + appYarnLogs + "/_/logs/1/stdout"
+	for _, state := range []discovery.State{discovery.Running, discovery.Ended} {
+		a := app
+		a.State = state
+		h.reg.Store(discovery.NewSnapshot([]*discovery.App{&a}))
+		for _, tc := range []struct {
+			path, user string
+			want       int
+		}{
+			{base + "?attempt=1", "mallory", http.StatusNotFound},
+			{base, "mallory", http.StatusNotFound},
+			{base + "?attempt=1", "bob", http.StatusOK},
+		} {
+			before := len(*seen)
+			resp, body := h.do(t, "GET", tc.path, tc.user, nil)
+			if resp.StatusCode != tc.want {
+				t.Errorf("%s app: %s as %s = %d; want %d\n%.300s", state, tc.path, tc.user, resp.StatusCode, tc.want, body)
+			}
+			if asked := len(*seen) > before; asked != (tc.want == http.StatusOK) {
+				t.Errorf("%s app: %s as %s: NodeManager asked %t", state, tc.path, tc.user, asked)
+			}
+		}
+	}
+}

@@ -154,7 +154,7 @@ func (s *Server) servePodLog(w http.ResponseWriter, r *http.Request, st *reqStat
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return &httpError{Status: http.StatusMethodNotAllowed, Msg: "only GET and HEAD", Allow: "GET, HEAD"}
 	}
-	to, err := s.resolveApp(st, resolveOpts{})
+	to, err := s.resolveApp(st, resolveOpts{namedDriver: true})
 	if err != nil {
 		return err
 	}

@@ -388,3 +388,36 @@ func FuzzParsePodLogPath(f *testing.F) {
 		}
 	})
 }
+
+// TestPodLogForgedEventLog: an app the Kubernetes source found, ended, that
+// a History Server lists with an event log (anyone may write one) letting
+// mallory in. Its pods' logs need view under its driver's ACLs too: bob,
+// whom the driver let in, reads the driver pod's log; mallory gets 404
+// and the API server is not asked.
+func TestPodLogForgedEventLog(t *testing.T) {
+	t.Parallel()
+	f := &fakePods{logs: map[string]string{"pi-driver/spark-kubernetes-driver": "alice's secret\n"}}
+	h := podLogHarness(t, f)
+	var apps []*discovery.App
+	for _, a := range h.reg.Load().Apps() {
+		if a.ID == appKube {
+			cp := *a
+			cp.State, cp.EndTime = discovery.Ended, time.Now()
+			cp.History = []discovery.HistoryRef{{Server: "main", BaseURL: h.hs.url(), Completed: true, User: "alice",
+				ACLProps: map[string]string{"spark.ui.view.acls": "mallory,bob"}}}
+			a = &cp
+		}
+		apps = append(apps, a)
+	}
+	h.reg.Store(discovery.NewSnapshot(apps))
+	path := "/app/" + appKube + "/_/logs/pod/pi-driver"
+	if resp, body := h.do(t, "GET", path, "mallory", nil); resp.StatusCode != http.StatusNotFound || strings.Contains(body, "secret") {
+		t.Errorf("mallory, let in by the event log only: %d; want 404\n%.300s", resp.StatusCode, body)
+	}
+	if opts, _ := f.calls(); len(opts) != 0 {
+		t.Errorf("the API server was asked %v for mallory", opts)
+	}
+	if resp, body := h.do(t, "GET", path, "bob", nil); resp.StatusCode != http.StatusOK || !strings.Contains(body, "secret") {
+		t.Errorf("bob, let in by both: %d; want 200 with the log\n%.300s", resp.StatusCode, body)
+	}
+}

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/sparkgate/sparkgate/proxy/discovery"
 )
@@ -35,6 +36,12 @@ type resolveOpts struct {
 	// logs; an executor's log, whose container's attempt an event log
 	// cannot be trusted to tell).
 	everyAttempt bool
+	// namedDriver asks, when a History Server serves the request, for View
+	// under the ACLs of the app's driver too, live or ended, if its source
+	// vouches for what is kept under its id (see keepsUnderID) and its
+	// environment was read: an event log anyone may write must not open
+	// the logs of the app that source found.
+	namedDriver bool
 }
 
 // resolveApp is the one road from a route's app id to what serves it:
@@ -88,6 +95,11 @@ func (s *Server) resolveApp(st *reqState, o resolveOpts) (served, error) {
 				return served{}, err
 			}
 		}
+		if o.namedDriver && keepsUnderID(app) && app.ACLProps != nil {
+			if err := s.authorize(st, app, nil, View); err != nil {
+				return served{}, err
+			}
+		}
 		return served{app, ref}, nil
 	case app.Live():
 		return served{app: app}, s.authorize(st, app, nil, View)
@@ -124,4 +136,22 @@ func alsoJudged(ref *discovery.HistoryRef, o resolveOpts) []string {
 		}
 	}
 	return ids
+}
+
+// namedBySource reports whether a standalone master or a YARN
+// ResourceManager named the app's driver (found it under the id it gave
+// the app), rather than a probe, a log line, a pod label or a static entry,
+// which repeat what the driver says of itself: the logs its workers and
+// NodeManagers keep under that id are the app's.
+func namedBySource(app *discovery.App) bool {
+	kind, _, _ := strings.Cut(app.Source, ":")
+	return kind == "master" || kind == "yarn"
+}
+
+// keepsUnderID reports whether the app's driver was found by a source
+// whose logs under the app's id are that driver's app's: a master's or a
+// ResourceManager's (namedBySource), or the Kubernetes source's, whose
+// pods of the app are those in its driver's namespace.
+func keepsUnderID(app *discovery.App) bool {
+	return namedBySource(app) || strings.HasPrefix(app.Source, "kubernetes:")
 }

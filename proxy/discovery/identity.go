@@ -13,8 +13,11 @@ import (
 // rules decide whose claim stands, in this order of trust:
 //
 //  1. A History Server's record (its sparkUser, read from the event log)
-//     outranks every live claim: a live driver may not claim an app that a
-//     History Server lists as finished, or with another owner.
+//     outranks every live claim of a driver that a weaker source found (see
+//     3): such a driver may not claim an app that a History Server lists as
+//     finished, or with another owner. A driver that a ResourceManager or a
+//     master names keeps its id whatever an event log says: anyone who may
+//     write to the event-log directory can write one under any id.
 //  2. Where the source itself names the app (the ResourceManager's id, the
 //     pod's spark-app-selector label, the master's list, the log's app-id
 //     line), the driver must report that id.
@@ -26,7 +29,9 @@ import (
 //     after the app ends (while the ended app is remembered,
 //     ended_retention).
 //  4. Otherwise the first verified owner keeps the id: a second address
-//     answering for it with another owner is refused.
+//     answering for it with another owner is refused, and once the app has
+//     ended no other address takes its id (while it is remembered), whatever
+//     owner it reports: only the source that names the app may.
 //
 // A refused claim is logged and counted (sparkgate_discovery_conflicts_total)
 // once per address and id, and the address is not asked again for a while.
@@ -37,7 +42,11 @@ func (d *Discoverer) claimConflict(t *target, info driverInfo) string {
 	if want := t.c.appID; want != "" && !sameApp(want, info.ID) {
 		return fmt.Sprintf("the source names app %s at this address", want)
 	}
+	strong := namesApp(t.c, info.ID)
 	for _, ha := range d.histByID[info.ID] {
+		if strong {
+			break // rule 1: the source that named the app outranks an event log
+		}
 		if ha.Ref.Completed {
 			return fmt.Sprintf("History Server %s lists the app as finished", ha.Ref.Server)
 		}
@@ -50,11 +59,16 @@ func (d *Discoverer) claimConflict(t *target, info driverInfo) string {
 		return ""
 	}
 	if old.key != t.c.key() {
-		switch strong, oldStrong := namesApp(t.c, info.ID), bindsIDs(old.app.Source); {
+		switch oldStrong := bindsIDs(old.app.Source); {
 		case strong && !oldStrong:
 			return "" // rule 3: this address replaces the weaker one (onVerified)
 		case oldStrong && !strong && old.app.State != Running:
 			return fmt.Sprintf("%s named the app at %s, where it has ended", old.app.Source, u2s(old.app.UIURL))
+		case !strong && old.app.State != Running:
+			// Rule 4: the same owner reported proves nothing (a driver
+			// says what it likes), and the app's logs stay on workers
+			// and in pods under its id.
+			return fmt.Sprintf("the app ended at %s; another address may not take its id", u2s(old.app.UIURL))
 		}
 	}
 	if old.app.User != info.User {
@@ -152,7 +166,9 @@ func (d *Discoverer) reconcileHistory() {
 		}
 	}
 	for id, a := range d.apps {
-		if a.app.State != Running {
+		if a.app.State != Running || bindsIDs(a.app.Source) {
+			// Rule 1: an event log does not outrank the source that named
+			// the app (which ends it itself).
 			continue
 		}
 		for _, ha := range d.histByID[id] {

@@ -316,3 +316,84 @@ func TestSourceNamedAppNotTakenOverAfterItEnds(t *testing.T) {
 		t.Errorf("app = %+v; want the master's, ended", a)
 	}
 }
+
+// TestEndedIDNotTakenOver: once an app has ended, another address that a
+// probe finds may not take its id, even reporting the same owner (a driver
+// says what it likes; its own ACLs would then open the ended app's logs
+// under that id): refused, counted, the ended app kept. The source that
+// names the app (here its master, for a new driver of the id) may.
+func TestEndedIDNotTakenOver(t *testing.T) {
+	t.Parallel()
+	const id = "spark-0123abcd"
+	victim := newFakeDriver(t, id)
+	d, reg := startDiscoverer(t, Config{})
+	d.send(context.Background(), func() {
+		d.offer(candidate{url: victim.url(), source: "kubernetes:team-a/drv", appID: id})
+	})
+	waitFor(t, reg, "victim live with its ACLs", func(s *Snapshot) bool {
+		a, ok := s.Lookup(id)
+		return ok && a.Live() && a.ACLProps != nil
+	})
+	victim.srv.Close()
+	d.Suspect(id)
+	waitFor(t, reg, "victim ended", ended(id))
+
+	fake := newFakeDriver(t, id) // reports the same owner, alice
+	fake.props = [][]string{{"spark.acls.enable", "false"}}
+	d.send(context.Background(), func() { d.offer(candidate{url: fake.url(), source: "probe:x"}) })
+	eventually(t, "the claim is refused and counted", func() bool { return d.Conflicts()["probe"] == 1 })
+	if a, _ := reg.Lookup(id); a.Live() || a.UIURL.String() != victim.srv.URL || a.Source != "kubernetes:team-a/drv" {
+		t.Errorf("app after another address claimed its id = %s at %s (%s); want the ended victim's record", a.State, a.UIURL, a.Source)
+	}
+
+	d.send(context.Background(), func() {
+		d.targets[fake.url().String()].retryAt = time.Time{}
+		d.offer(candidate{url: fake.url(), source: "master:m", appID: id})
+	})
+	waitFor(t, reg, "the driver its master names", func(s *Snapshot) bool {
+		a, ok := s.Lookup(id)
+		return ok && a.Live() && a.UIURL.String() == fake.srv.URL
+	})
+}
+
+// TestEventLogDoesNotEvictNamedApp: an event log anyone could write names
+// another owner for a running app that the ResourceManager named, or lists
+// it as finished: the app stays live and its driver's, and the
+// ResourceManager's driver of an app the History Server already lists so
+// is published. A driver a probe found is still evicted (rule 1).
+func TestEventLogDoesNotEvictNamedApp(t *testing.T) {
+	t.Parallel()
+	const id, probed = "application_1700000000000_0042", "local-1700000000042"
+	hs := newFakeHistory(t, "[]")
+	victim := newFakeDriver(t, id)
+	other := newFakeDriver(t, probed)
+	d, reg := startDiscoverer(t, Config{History: []HistorySource{{Name: "hs", URL: hs.srv.URL}}})
+	d.send(context.Background(), func() {
+		d.offer(candidate{url: victim.url(), source: "yarn:rm", appID: id})
+		d.offer(candidate{url: other.url(), source: "probe:x"})
+	})
+	waitFor(t, reg, "both live", func(s *Snapshot) bool { return live(id)(s) && live(probed)(s) })
+	hs.set("[" + histEntry(id, "mallory", true) + "," + histEntry(probed, "mallory", false) + "]")
+	waitFor(t, reg, "the probed app evicted", func(s *Snapshot) bool {
+		a, ok := s.Lookup(probed)
+		return ok && !a.Live() && a.User == "mallory"
+	})
+	if a, ok := reg.Lookup(id); !ok || !a.Live() || a.User != "alice" || a.Source != "yarn:rm" {
+		t.Errorf("ResourceManager's app after a forged event log = %+v; want live, alice's, from yarn:rm", a)
+	}
+
+	// A new driver the ResourceManager names, for an id a History Server
+	// lists as finished with another owner: published.
+	const late = "application_1700000000000_0043"
+	hs.set("[" + histEntry(id, "mallory", true) + "," + histEntry(late, "mallory", true) + "]")
+	lateDrv := newFakeDriver(t, late)
+	eventually(t, "the History Server's list read", func() bool {
+		a, ok := reg.Lookup(late)
+		return ok && a.User == "mallory"
+	})
+	d.send(context.Background(), func() { d.offer(candidate{url: lateDrv.url(), source: "yarn:rm", appID: late}) })
+	waitFor(t, reg, "the named late driver", func(s *Snapshot) bool {
+		a, ok := s.Lookup(late)
+		return ok && a.Live() && a.User == "alice"
+	})
+}

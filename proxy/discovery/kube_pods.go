@@ -192,17 +192,24 @@ func (k *kubeSource) podLog(ctx context.Context, p Pod, o PodLogOptions) (io.Rea
 // The label that names a pod's app is anyone's to set who may create a
 // pod in a watched namespace: only the pods in the namespace of the app's
 // driver are its own, the one where the Kubernetes source found the driver
-// it verified, or else the one its driver pods agree on (none if they do
-// not).
+// it verified, or, for an app a History Server lists, the one its driver
+// pods agree on (none if they do not). An app that another source found
+// (a probe, a log line, a static entry) has none: its driver says what it
+// likes about its id, and the pods under that id may be another user's.
 func (d *Discoverer) AppPods(appID string) []Pod {
 	if d.kube == nil {
 		return nil
 	}
+	a, ok := d.reg.Load().Lookup(appID)
+	if !ok {
+		return nil
+	}
 	ns := ""
-	if a, ok := d.reg.Load().Lookup(appID); ok {
-		if rest, ok := strings.CutPrefix(a.Source, "kubernetes:"); ok {
-			ns, _, _ = strings.Cut(rest, "/")
-		}
+	switch rest, kube := strings.CutPrefix(a.Source, "kubernetes:"); {
+	case kube:
+		ns, _, _ = strings.Cut(rest, "/")
+	case sourceKind(a.Source) != "history":
+		return nil
 	}
 	return inNamespace(d.kube.appPods(appID), ns)
 }

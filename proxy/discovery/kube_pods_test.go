@@ -65,6 +65,31 @@ func TestKubeAppPods(t *testing.T) {
 	if got := k.appPods("spark-9"); len(got) != 0 {
 		t.Errorf("appPods(spark-9) = %v; want none", got)
 	}
+	// AppPods: the pods of an app the Kubernetes source found (in its
+	// driver's namespace) or a History Server lists (where its driver pods
+	// agree); none for a driver that a probe, a log line or a static entry
+	// found, which may claim any id, nor for an id that names nothing.
+	d := &Discoverer{kube: k, reg: NewRegistry()}
+	for _, tc := range []struct {
+		source string
+		want   int
+	}{
+		{"kubernetes:a/drv", 3},
+		{"history:main", 3},
+		{"probe:10.0.0.9:4040", 0},
+		{"log:/var/log/spark/x.log", 0},
+		{"static", 0},
+		{"master:http://m:8080", 0},
+	} {
+		d.reg.Store(NewSnapshot([]*App{{ID: "spark-1", User: "alice", Source: tc.source}}))
+		if got := d.AppPods("spark-1"); len(got) != tc.want {
+			t.Errorf("AppPods(spark-1) of an app found by %s = %v; want %d pods", tc.source, got, tc.want)
+		}
+	}
+	d.reg.Store(NewSnapshot(nil))
+	if got := d.AppPods("spark-1"); len(got) != 0 {
+		t.Errorf("AppPods(spark-1) with no app of that id = %v; want none", got)
+	}
 	// The executors' cache holds trimmed pods.
 	for _, inf := range k.execs {
 		for _, obj := range inf.GetStore().List() {
