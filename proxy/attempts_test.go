@@ -133,3 +133,33 @@ func TestForAttempt(t *testing.T) {
 		t.Errorf("ForAttempt(\"\") with an attempt without an id = %+v, %t; want erin's", got, ok)
 	}
 }
+
+// TestNonNumericAttemptJudgesAll: a crafted event log names an attempt
+// "a1", which a route takes for a page of the app rather than an attempt,
+// while the History Server serves that attempt at /history/<id>/a1/. Every
+// request for such an app needs view on every attempt: dave, whom only the
+// newest lets in, reaches neither attempt a1's pages nor its REST, and the
+// History Server is not asked; carol, whom both let in, is served.
+func TestNonNumericAttemptJudgesAll(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	const id = "spark-0123456789abcdef0123456789abcdef"
+	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	ref := discovery.HistoryRef{Server: "main", BaseURL: h.hs.url(), Attempts: []string{"2", "a1"}, Completed: true,
+		User: "mallory", ACLProps: map[string]string{"spark.ui.view.acls": "dave,carol"},
+		Older: []discovery.HistoryAttempt{{ID: "a1", User: "alice", Completed: true, ACLProps: map[string]string{"spark.ui.view.acls": "carol"}}}}
+	h.reg.Store(discovery.NewSnapshot([]*discovery.App{{ID: id, Name: "x", User: "mallory", StartTime: start,
+		EndTime: start.Add(time.Hour), State: discovery.Ended, Source: "history:main", History: []discovery.HistoryRef{ref}}}))
+	for _, p := range []string{"/hs/main/history/" + id + "/a1/environment/", "/api/v1/applications/" + id + "/a1/environment"} {
+		before := len(h.hs.requests())
+		if resp, _ := h.do(t, http.MethodGet, p, "dave", nil); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s as dave = %d; want 404", p, resp.StatusCode)
+		}
+		if reqs := h.hs.requests()[before:]; len(reqs) != 0 {
+			t.Errorf("%s as dave reached the History Server: %v", p, reqs)
+		}
+		if resp, _ := h.do(t, http.MethodGet, p, "carol", nil); resp.StatusCode != http.StatusOK {
+			t.Errorf("%s as carol = %d; want 200", p, resp.StatusCode)
+		}
+	}
+}

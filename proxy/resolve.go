@@ -119,8 +119,10 @@ func (s *Server) resolveApp(st *reqState, o resolveOpts) (served, error) {
 // names, else the newest, which the gateway links and reads): every other
 // attempt with o.everyAttempt; for a request that names no attempt, the
 // attempt without an id if the app has one besides its newest, since that
-// is the one the History Server serves for it. None, without an
-// allocation, for an app of one attempt.
+// is the one the History Server serves for it; every other attempt too if
+// one has an id that is not a number (Spark numbers them; only a crafted
+// event log names one "jobs", which a route takes for a page, not an
+// attempt). None, without an allocation, for an app of one attempt.
 func alsoJudged(ref *discovery.HistoryRef, o resolveOpts) []string {
 	if len(ref.Attempts) < 2 {
 		return nil
@@ -129,9 +131,15 @@ func alsoJudged(ref *discovery.HistoryRef, o resolveOpts) []string {
 	if judged == "" {
 		judged = ref.Attempts[0]
 	}
+	every := o.everyAttempt
+	for _, id := range ref.Attempts {
+		if id != "" && !ValidAttemptID(id) {
+			every = true
+		}
+	}
 	var ids []string
 	for _, id := range ref.Attempts {
-		if id != judged && (o.everyAttempt || o.attempt == "" && id == "") {
+		if id != judged && (every || o.attempt == "" && id == "") {
 			ids = append(ids, id)
 		}
 	}
