@@ -60,7 +60,7 @@ func (z *authorizer) Authorize(id proxy.Identity, app *discovery.App, hist *disc
 	var d policy.Decision
 	var props map[string]string
 	switch {
-	case hist == nil && !app.Live() && len(z.historyNames) > 0 && writesEventLog(app.ACLProps):
+	case hist == nil && !app.Live() && len(z.historyNames) > 0 && app.ACLProps != nil && writesEventLog(app.ACLProps):
 		props = cmpOr(app.ACLProps, unknownACL)
 		d = z.decideEnded(sub, props, app.User, act)
 	case hist == nil:
@@ -84,6 +84,11 @@ func (z *authorizer) Authorize(id proxy.Identity, app *discovery.App, hist *disc
 // writesEventLog reports whether an app's properties (nil: not read yet)
 // may have it write an event log: spark.eventLog.enabled is "true" (in
 // any case, as Spark reads booleans), or unknown. Its default is false.
+// Authorize judges an ended app whose properties were never read as a
+// live one of unknown ACLs (its owner and admins, everyone else "not
+// yet"): whether a History Server will list it is not known, and one with
+// ACLs off would let everyone see it listed, its name and owner, for as
+// long as it is remembered.
 func writesEventLog(props map[string]string) bool {
 	return props == nil || strings.EqualFold(props["spark.eventLog.enabled"], "true")
 }

@@ -104,3 +104,21 @@ func TestAuthorizeEndedAppByHistoryRules(t *testing.T) {
 		t.Errorf("no History Server: carol on an ended app = %+v; want the live rules' denial", v)
 	}
 }
+
+// TestAuthorizeEndedUnreadACLs: an ended app whose environment was never
+// read, that no History Server lists, beside a History Server with ACLs
+// off (Spark's default), under which everyone may view whatever it lists:
+// whether it will list this app is unknown, so only the owner gets in and
+// everyone else is told "not yet", not let in (which listed the app, its
+// name and owner, to everyone for as long as it is remembered).
+func TestAuthorizeEndedUnreadACLs(t *testing.T) {
+	z := newAuthorizer(policy.Config{CacheSize: 16, CacheTTL: time.Minute},
+		map[string]policy.HistoryRules{"hs": {Name: "hs", Enabled: false}})
+	ended := &discovery.App{ID: "app-1", Name: "payroll", User: "dave", State: discovery.Ended}
+	if v := z.Authorize(proxy.Identity{User: "eve"}, ended, nil, proxy.View); v.Allow || !v.Pending {
+		t.Errorf("eve on dave's ended app of unread ACLs = %+v; want not yet", v)
+	}
+	if v := z.Authorize(proxy.Identity{User: "dave"}, ended, nil, proxy.View); !v.Allow {
+		t.Errorf("dave on his own ended app of unread ACLs = %+v; want allowed", v)
+	}
+}
