@@ -275,26 +275,46 @@ func TestContainerLogForgedEventLog(t *testing.T) {
 	app := discovery.App{ID: appYarnLogs, Name: "y", User: "alice", StartTime: time.Now(), State: discovery.Running,
 		UIURL: du, Source: "yarn", ACLProps: map[string]string{"spark.ui.view.acls": "bob"},
 		History: []discovery.HistoryRef{forged}}
+	// Ended, as discovery publishes it: the History Server's record, with
+	// the driver the ResourceManager named beside it.
+	ended := discovery.App{ID: appYarnLogs, Name: "y", User: "alice", StartTime: app.StartTime, EndTime: time.Now(),
+		State: discovery.Ended, Source: "history:yh", ACLProps: forged.ACLProps, History: []discovery.HistoryRef{forged},
+		Driver: &discovery.DriverRecord{Source: "yarn", User: "alice", ACLProps: app.ACLProps}}
+	unread := app
+	unread.ACLProps = nil
 	base := "/app/" + appYarnLogs + "/_/logs/1/stdout"
-	for _, state := range []discovery.State{discovery.Running, discovery.Ended} {
-		a := app
-		a.State = state
+	for _, c := range []struct {
+		name string
+		app  discovery.App
+		// mallory is what mallory gets: 404 where the driver's lists say
+		// no; while they are unread the harness's authorizer says no too
+		// (the gateway's says "not yet": TestAuthorizeUnknownACLsIsNotYet).
+		mallory int
+	}{
+		{"running", app, http.StatusNotFound},
+		{"ended", ended, http.StatusNotFound},
+		{"running, its lists unread", unread, http.StatusNotFound},
+	} {
+		a := c.app
 		h.reg.Store(discovery.NewSnapshot([]*discovery.App{&a}))
 		for _, tc := range []struct {
 			path, user string
 			want       int
 		}{
-			{base + "?attempt=1", "mallory", http.StatusNotFound},
-			{base, "mallory", http.StatusNotFound},
+			{base + "?attempt=1", "mallory", c.mallory},
+			{base, "mallory", c.mallory},
 			{base + "?attempt=1", "bob", http.StatusOK},
 		} {
+			if c.app.ACLProps == nil && tc.user == "bob" {
+				continue // bob's lists are unread too
+			}
 			before := len(*seen)
 			resp, body := h.do(t, "GET", tc.path, tc.user, nil)
 			if resp.StatusCode != tc.want {
-				t.Errorf("%s app: %s as %s = %d; want %d\n%.300s", state, tc.path, tc.user, resp.StatusCode, tc.want, body)
+				t.Errorf("%s: %s as %s = %d; want %d\n%.300s", c.name, tc.path, tc.user, resp.StatusCode, tc.want, body)
 			}
 			if asked := len(*seen) > before; asked != (tc.want == http.StatusOK) {
-				t.Errorf("%s app: %s as %s: NodeManager asked %t", state, tc.path, tc.user, asked)
+				t.Errorf("%s: %s as %s: NodeManager asked %t", c.name, tc.path, tc.user, asked)
 			}
 		}
 	}

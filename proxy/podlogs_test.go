@@ -401,11 +401,13 @@ func TestPodLogForgedEventLog(t *testing.T) {
 	var apps []*discovery.App
 	for _, a := range h.reg.Load().Apps() {
 		if a.ID == appKube {
-			cp := *a
-			cp.State, cp.EndTime = discovery.Ended, time.Now()
-			cp.History = []discovery.HistoryRef{{Server: "main", BaseURL: h.hs.url(), Completed: true, User: "alice",
-				ACLProps: map[string]string{"spark.ui.view.acls": "mallory,bob"}}}
-			a = &cp
+			// As discovery publishes it once ended and listed: the History
+			// Server's record, the driver the Kubernetes source found beside it.
+			forged := map[string]string{"spark.ui.view.acls": "mallory,bob"}
+			a = &discovery.App{ID: a.ID, Name: a.Name, User: "alice", StartTime: a.StartTime, EndTime: time.Now(),
+				State: discovery.Ended, Source: "history:main", ACLProps: forged,
+				History: []discovery.HistoryRef{{Server: "main", BaseURL: h.hs.url(), Completed: true, User: "alice", ACLProps: forged}},
+				Driver:  &discovery.DriverRecord{Source: a.Source, User: a.User, ACLProps: a.ACLProps}}
 		}
 		apps = append(apps, a)
 	}

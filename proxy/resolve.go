@@ -38,9 +38,9 @@ type resolveOpts struct {
 	everyAttempt bool
 	// namedDriver asks, when a History Server serves the request, for View
 	// under the ACLs of the app's driver too, live or ended, if its source
-	// vouches for what is kept under its id (see keepsUnderID) and its
-	// environment was read: an event log anyone may write must not open
-	// the logs of the app that source found.
+	// vouches for what is kept under its id (discovery.VouchesForID): an
+	// event log anyone may write must not open the logs of the app that
+	// source found. Its lists unread, only its owner and admins get in.
 	namedDriver bool
 }
 
@@ -95,8 +95,8 @@ func (s *Server) resolveApp(st *reqState, o resolveOpts) (served, error) {
 				return served{}, err
 			}
 		}
-		if o.namedDriver && keepsUnderID(app) && app.ACLProps != nil {
-			if err := s.authorize(st, app, nil, View); err != nil {
+		if drv := vouchedDriver(app); o.namedDriver && drv != nil {
+			if err := s.authorize(st, drv, nil, View); err != nil {
 				return served{}, err
 			}
 		}
@@ -156,10 +156,16 @@ func namedBySource(app *discovery.App) bool {
 	return kind == "master" || kind == "yarn"
 }
 
-// keepsUnderID reports whether the app's driver was found by a source
-// whose logs under the app's id are that driver's app's: a master's or a
-// ResourceManager's (namedBySource), or the Kubernetes source's, whose
-// pods of the app are those in its driver's namespace.
-func keepsUnderID(app *discovery.App) bool {
-	return namedBySource(app) || strings.HasPrefix(app.Source, "kubernetes:")
+// vouchedDriver returns the app's driver, running or ended, as the
+// source that found it recorded it, if that source vouches for what is
+// kept under the app's id (discovery.VouchesForID); nil otherwise.
+func vouchedDriver(app *discovery.App) *discovery.App {
+	switch d := app.Driver; {
+	case d != nil:
+		return &discovery.App{ID: app.ID, Name: app.Name, User: d.User, StartTime: app.StartTime,
+			EndTime: app.EndTime, State: discovery.Ended, Source: d.Source, ACLProps: d.ACLProps}
+	case app.UIURL != nil && discovery.VouchesForID(app.Source):
+		return app
+	}
+	return nil
 }

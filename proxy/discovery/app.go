@@ -134,6 +134,35 @@ type App struct {
 	// and queue of an app found through a ResourceManager (discovery.yarn);
 	// "" otherwise.
 	YARNName, YARNQueue string
+	// Driver is, for an ended app that a History Server lists (and so is
+	// what that server says it is), what the source that found its driver
+	// recorded of it, if that source vouches for what is kept under the
+	// app's id (see VouchesForID); nil otherwise.
+	Driver *DriverRecord
+}
+
+// DriverRecord is what discovery knew of an ended app's driver: where it
+// was found, its owner and its ACL properties (nil: never read).
+type DriverRecord struct {
+	Source   string
+	User     string
+	ACLProps map[string]string
+}
+
+// VouchesForID reports whether source, an App's Source, found the driver
+// under an id whose logs it keeps: a standalone master or a YARN
+// ResourceManager (which gave the app its id and bound it to the driver:
+// the logs its workers and NodeManagers keep under that id are this
+// app's), or the Kubernetes source (the app's pods are those in its driver
+// pod's namespace). A probe, a log line or a static entry only repeats
+// what the driver says of itself, and a History Server what an event log
+// says, which anyone who may write to its directory may have written.
+func VouchesForID(source string) bool {
+	switch sourceKind(source) {
+	case "master", "yarn", "kubernetes":
+		return true
+	}
+	return false
 }
 
 // Live reports whether requests can go to a driver.

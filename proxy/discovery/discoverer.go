@@ -94,7 +94,8 @@ type Discoverer struct {
 // target is one candidate URL and what is known about it.
 type target struct {
 	c          candidate
-	appID      string // the live app verified at this URL, "" if none
+	cAt        time.Time // when c was offered (offer keeps the strongest)
+	appID      string    // the live app verified at this URL, "" if none
 	verifying  bool
 	fails      int
 	retryAt    time.Time
@@ -507,7 +508,14 @@ func (d *Discoverer) publish() {
 	for id, a := range d.apps {
 		if a.app.State == Ended && len(d.histByID[id]) > 0 {
 			// A finished app is what its History Server says it is,
-			// whatever its driver claimed while it ran.
+			// whatever its driver claimed while it ran; but what a source
+			// that vouches for its id recorded of its driver is kept
+			// beside it, since an event log may be anyone's.
+			if h, ok := d.histSet.byID[id]; ok && VouchesForID(a.app.Source) {
+				cp := *h
+				cp.Driver = &DriverRecord{Source: a.app.Source, User: a.app.User, ACLProps: a.app.ACLProps}
+				own = append(own, &cp)
+			}
 			continue
 		}
 		cp := a.app

@@ -397,3 +397,82 @@ func TestEventLogDoesNotEvictNamedApp(t *testing.T) {
 		return ok && a.Live() && a.User == "alice"
 	})
 }
+
+// TestEndedNamedDriverKept: once an app the ResourceManager named has ended
+// and a History Server lists it, the published app is the server's record
+// (an owner an event log may have forged included), with the driver that
+// the ResourceManager named beside it: its source, owner and ACLs. An app a
+// probe found has none beside its record.
+func TestEndedNamedDriverKept(t *testing.T) {
+	t.Parallel()
+	const named, probed = "application_1700000000000_0044", "local-1700000000044"
+	hs := newFakeHistory(t, "[]")
+	victim, other := newFakeDriver(t, named), newFakeDriver(t, probed)
+	d, reg := startDiscoverer(t, Config{History: []HistorySource{{Name: "hs", URL: hs.srv.URL}}})
+	d.send(context.Background(), func() {
+		d.offer(candidate{url: victim.url(), source: "yarn:rm", appID: named})
+		d.offer(candidate{url: other.url(), source: "probe:x"})
+	})
+	waitFor(t, reg, "both live with their ACLs", func(s *Snapshot) bool {
+		a, ok := s.Lookup(named)
+		b, ok2 := s.Lookup(probed)
+		return ok && ok2 && a.Live() && b.Live() && a.ACLProps != nil && b.ACLProps != nil
+	})
+	victim.srv.Close()
+	other.srv.Close()
+	d.Suspect(named)
+	d.Suspect(probed)
+	waitFor(t, reg, "both ended", func(s *Snapshot) bool { return ended(named)(s) && ended(probed)(s) })
+	hs.set("[" + histEntry(named, "mallory", true) + "," + histEntry(probed, "mallory", true) + "]")
+	waitFor(t, reg, "the History Server's records", func(s *Snapshot) bool {
+		a, ok := s.Lookup(named)
+		b, ok2 := s.Lookup(probed)
+		return ok && ok2 && a.Source == "history:hs" && b.Source == "history:hs"
+	})
+	a, _ := reg.Lookup(named)
+	if a.User != "mallory" || a.Driver == nil || a.Driver.Source != "yarn:rm" || a.Driver.User != "alice" || a.Driver.ACLProps == nil {
+		t.Errorf("ended named app = owner %q, driver %+v; want the server's owner and the ResourceManager's driver (alice's, with ACLs)", a.User, a.Driver)
+	}
+	if b, _ := reg.Lookup(probed); b.Driver != nil {
+		t.Errorf("ended probed app has a driver record %+v; want none", b.Driver)
+	}
+	if n := len(reg.Load().Apps()); n != 2 {
+		t.Errorf("snapshot lists %d apps; want 2 (the named app once)", n)
+	}
+}
+
+// TestStrongestSourceStands: a driver pod's address is offered by the
+// Kubernetes source and by a probe: the app is credited to the Kubernetes
+// source (whose namespace its pod logs need) whichever offered last, and
+// an app a probe verified first is credited to the Kubernetes source once
+// it names the app there.
+func TestStrongestSourceStands(t *testing.T) {
+	t.Parallel()
+	first, second := newFakeDriver(t, "spark-aaaa"), newFakeDriver(t, "spark-bbbb")
+	d, reg := startDiscoverer(t, Config{})
+	d.send(context.Background(), func() {
+		d.offer(candidate{url: first.url(), source: "kubernetes:team/a-drv", appID: "spark-aaaa"})
+		d.offer(candidate{url: first.url(), source: "probe:x"})
+		d.offer(candidate{url: second.url(), source: "probe:x"})
+	})
+	waitFor(t, reg, "both live", func(s *Snapshot) bool { return live("spark-aaaa")(s) && live("spark-bbbb")(s) })
+	if a, _ := reg.Lookup("spark-aaaa"); a.Source != "kubernetes:team/a-drv" {
+		t.Errorf("app offered by the Kubernetes source, then a probe: source %q; want the Kubernetes source's", a.Source)
+	}
+	if a, _ := reg.Lookup("spark-bbbb"); a.Source != "probe:x" {
+		t.Fatalf("app offered by a probe: source %q", a.Source)
+	}
+	d.send(context.Background(), func() {
+		d.offer(candidate{url: second.url(), source: "kubernetes:team/b-drv", appID: "spark-bbbb"})
+	})
+	waitFor(t, reg, "credited to the Kubernetes source", func(s *Snapshot) bool {
+		a, ok := s.Lookup("spark-bbbb")
+		return ok && a.Source == "kubernetes:team/b-drv"
+	})
+	// A weaker source offering it again changes nothing.
+	d.send(context.Background(), func() { d.offer(candidate{url: second.url(), source: "probe:x"}) })
+	d.send(context.Background(), func() {})
+	if a, _ := reg.Lookup("spark-bbbb"); a.Source != "kubernetes:team/b-drv" {
+		t.Errorf("after a probe's offer: source %q; want still the Kubernetes source's", a.Source)
+	}
+}

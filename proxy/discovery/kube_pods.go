@@ -192,10 +192,9 @@ func (k *kubeSource) podLog(ctx context.Context, p Pod, o PodLogOptions) (io.Rea
 // The label that names a pod's app is anyone's to set who may create a
 // pod in a watched namespace: only the pods in the namespace of the app's
 // driver are its own, the one where the Kubernetes source found the driver
-// it verified, or, for an app a History Server lists, the one its driver
-// pods agree on (none if they do not). An app that another source found
-// (a probe, a log line, a static entry) has none: its driver says what it
-// likes about its id, and the pods under that id may be another user's.
+// it verified (live, or ended: App.Driver). An app that another source
+// found (a probe, a log line, a static entry), or that only a History
+// Server knows (an event log may be anyone's), has none.
 func (d *Discoverer) AppPods(appID string) []Pod {
 	if d.kube == nil {
 		return nil
@@ -204,33 +203,23 @@ func (d *Discoverer) AppPods(appID string) []Pod {
 	if !ok {
 		return nil
 	}
-	ns := ""
-	switch rest, kube := strings.CutPrefix(a.Source, "kubernetes:"); {
-	case kube:
-		ns, _, _ = strings.Cut(rest, "/")
-	case sourceKind(a.Source) != "history":
+	source := a.Source
+	if a.Driver != nil {
+		source = a.Driver.Source
+	}
+	rest, kube := strings.CutPrefix(source, "kubernetes:")
+	if !kube {
 		return nil
 	}
+	ns, _, _ := strings.Cut(rest, "/")
 	return inNamespace(d.kube.appPods(appID), ns)
 }
 
-// inNamespace keeps the pods in namespace ns, or if ns is "", in the one
-// namespace of the driver pods among them (none if there are several).
+// inNamespace keeps the pods in namespace ns (none if ns is "").
 func inNamespace(pods []Pod, ns string) []Pod {
-	if ns == "" {
-		for _, p := range pods {
-			if p.ExecID != "driver" {
-				continue
-			}
-			if ns != "" && ns != p.Namespace {
-				return nil
-			}
-			ns = p.Namespace
-		}
-	}
 	out := pods[:0]
 	for _, p := range pods {
-		if p.Namespace == ns {
+		if ns != "" && p.Namespace == ns {
 			out = append(out, p)
 		}
 	}

@@ -75,7 +75,7 @@ func TestKubeAppPods(t *testing.T) {
 		want   int
 	}{
 		{"kubernetes:a/drv", 3},
-		{"history:main", 3},
+		{"history:main", 0},
 		{"probe:10.0.0.9:4040", 0},
 		{"log:/var/log/spark/x.log", 0},
 		{"static", 0},
@@ -85,6 +85,18 @@ func TestKubeAppPods(t *testing.T) {
 		if got := d.AppPods("spark-1"); len(got) != tc.want {
 			t.Errorf("AppPods(spark-1) of an app found by %s = %v; want %d pods", tc.source, got, tc.want)
 		}
+	}
+	// Ended, a History Server lists it: the namespace of the driver the
+	// Kubernetes source found, kept beside the server's record.
+	d.reg.Store(NewSnapshot([]*App{{ID: "spark-1", User: "alice", Source: "history:main",
+		Driver: &DriverRecord{Source: "kubernetes:a/drv", User: "alice"}}}))
+	if got := d.AppPods("spark-1"); len(got) != 3 {
+		t.Errorf("AppPods(spark-1) of a listed app whose driver the Kubernetes source found = %v; want 3 pods", got)
+	}
+	d.reg.Store(NewSnapshot([]*App{{ID: "spark-1", User: "alice", Source: "history:main",
+		Driver: &DriverRecord{Source: "kubernetes:b/drv", User: "alice"}}}))
+	if got := d.AppPods("spark-1"); len(got) != 0 {
+		t.Errorf("AppPods(spark-1) of a driver found in namespace b = %v; want none (its pods are in a)", got)
 	}
 	d.reg.Store(NewSnapshot(nil))
 	if got := d.AppPods("spark-1"); len(got) != 0 {
@@ -151,13 +163,10 @@ func TestInNamespace(t *testing.T) {
 	if got := names(inNamespace(slices.Clone(pods), "team")); !slices.Equal(got, []string{"team/drv", "team/exec-1"}) {
 		t.Errorf("in the driver's namespace: %v", got)
 	}
-	if got := names(inNamespace(slices.Clone(pods), "")); !slices.Equal(got, []string{"team/drv", "team/exec-1"}) {
-		t.Errorf("in the driver pods' namespace: %v", got)
+	if got := inNamespace(slices.Clone(pods), ""); len(got) != 0 {
+		t.Errorf("in no namespace: %v; want none", names(got))
 	}
 	two := append(slices.Clone(pods), Pod{Namespace: "aaa", Name: "fake-drv", ExecID: "driver"})
-	if got := inNamespace(two, ""); len(got) != 0 {
-		t.Errorf("driver pods in two namespaces: %v; want none", names(got))
-	}
 	if got := names(inNamespace(slices.Clone(two), "team")); !slices.Equal(got, []string{"team/drv", "team/exec-1"}) {
 		t.Errorf("driver pods in two namespaces, the driver found in team: %v", got)
 	}

@@ -14,20 +14,33 @@ import (
 
 // offer considers a candidate: verify it unless it is known live, being
 // verified, or backing off.
+//
+// Several sources may offer one URL (a driver pod's address is also a
+// probe's, a log line names the driver a master lists): the strongest that
+// offered it lately stands (sourceRank), since what an app's logs and
+// identity rules allow depends on who found it (VouchesForID, bindsIDs).
 func (d *Discoverer) offer(c candidate) {
 	now := d.now()
 	key := c.key()
 	t := d.targets[key]
 	if t == nil {
-		t = &target{c: c}
+		t = &target{c: c, cAt: now}
 		d.targets[key] = t
 	}
-	t.c, t.lastOffer = c, now
+	if sourceRank(c.source) >= sourceRank(t.c.source) || now.Sub(t.cAt) > strongerHeld*d.cfg.Interval {
+		t.c, t.cAt = c, now
+	}
+	t.lastOffer = now
 	if t.appID != "" {
 		if a := d.apps[t.appID]; a != nil && a.app.State == Running {
 			if c.yarn && (a.app.YARNName != c.yarnName || a.app.YARNQueue != c.yarnQueue) {
 				// Moved to another queue (yarn application -movetoqueue).
 				a.app.YARNName, a.app.YARNQueue = c.yarnName, c.yarnQueue
+				d.dirty = true
+			}
+			if sourceRank(c.source) > sourceRank(a.app.Source) && c.appID != "" && sameApp(c.appID, a.app.ID) {
+				// A stronger source names the app verified here.
+				a.app.Source = c.source
 				d.dirty = true
 			}
 			return
@@ -264,4 +277,24 @@ func (d *Discoverer) endApp(id, reason string) {
 	}
 	d.dirty = true
 	d.log.Info("driver ended", zap.String("app_id", id), zap.String("upstream", u2s(a.app.UIURL)), zap.String("source", a.app.Source), zap.String("reason", reason))
+}
+
+// strongerHeld is how many intervals a stronger source's offer of a URL
+// stands against weaker ones after it last offered it.
+const strongerHeld = 3
+
+// sourceRank orders sources by what they vouch for: one that gave the app
+// its id (a ResourceManager, a master) over the Kubernetes source (the
+// driver pod's namespace) over a log line (which may name the id) over a
+// probe or a static entry.
+func sourceRank(source string) int {
+	switch sourceKind(source) {
+	case "yarn", "master":
+		return 3
+	case "kubernetes":
+		return 2
+	case "log":
+		return 1
+	}
+	return 0
 }
