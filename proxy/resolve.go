@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/sparkgate/sparkgate/proxy/discovery"
@@ -158,13 +159,20 @@ func namedBySource(app *discovery.App) bool {
 
 // vouchedDriver returns the app's driver, running or ended, as the
 // source that found it recorded it, if that source vouches for what is
-// kept under the app's id (discovery.VouchesForID); nil otherwise.
+// kept under the app's id (discovery.VouchesForID); nil otherwise. An
+// ended one comes back as it ran, so that it is judged as it was then, by
+// its own lists: a History Server's rules (its admins, its ACLs switched
+// off) are what the event log is judged by, not the driver.
 func vouchedDriver(app *discovery.App) *discovery.App {
 	switch d := app.Driver; {
 	case d != nil:
+		u := d.UIURL
+		if u == nil {
+			u = &url.URL{} // discovery records it; judged as it ran all the same
+		}
 		return &discovery.App{ID: app.ID, Name: app.Name, User: d.User, StartTime: app.StartTime,
-			EndTime: app.EndTime, State: discovery.Ended, Source: d.Source, ACLProps: d.ACLProps}
-	case app.UIURL != nil && discovery.VouchesForID(app.Source):
+			State: discovery.Running, UIURL: u, Source: d.Source, ACLProps: d.ACLProps}
+	case app.Live() && discovery.VouchesForID(app.Source):
 		return app
 	}
 	return nil

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,5 +124,78 @@ func TestAuthorizeEndedUnreadACLs(t *testing.T) {
 	}
 	if v := z.Authorize(proxy.Identity{User: "dave"}, ended, nil, proxy.View); !v.Allow {
 		t.Errorf("dave on his own ended app of unread ACLs = %+v; want allowed", v)
+	}
+}
+
+// headerAuthn signs in whoever X-Test-User names.
+type headerAuthn struct{}
+
+func (headerAuthn) Authenticate(r *http.Request) (proxy.Identity, bool, error) {
+	u := r.Header.Get("X-Test-User")
+	return proxy.Identity{User: u, Groups: r.Header.Values("X-Test-Group"), Method: "session"}, u != "", nil
+}
+func (headerAuthn) Challenge(w http.ResponseWriter, _ *http.Request) {
+	w.WriteHeader(http.StatusUnauthorized)
+}
+
+// TestDriverRecordJudgedByItsOwnLists, with the gateway's authorizer: a
+// ResourceManager named alice's app (bob in its view list, event log on);
+// it ended, and History Server "open" (ACLs off) lists an event log under
+// its id that anyone could have written. A container log needs the
+// driver's own lists too, as they were while it ran, not any History
+// Server's rules: mallory, let in by "open" alone, and carol, an admin of
+// History Server "secure", get none; bob reads it.
+func TestDriverRecordJudgedByItsOwnLists(t *testing.T) {
+	const appID = "application_1700000000000_0002"
+	const container = "container_e01_1700000000000_0002_01_000002"
+	nm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/ws/v1/node/containers/"+container+"/logs/stdout" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = fmt.Fprintf(w, "Container: %s on n:8041\nLogType:stdout\nLogLength:15\nLogContents:\nalice's secret\n\nEnd of LogType:stdout\n", container)
+	}))
+	t.Cleanup(nm.Close)
+	rm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = fmt.Fprintf(w, `{"nodes":{"node":[{"id":"n:1","nodeHTTPAddress":%q,"state":"RUNNING"}]}}`, strings.TrimPrefix(nm.URL, "http://"))
+	}))
+	t.Cleanup(rm.Close)
+	claim := nm.URL + "/node/containerlogs/" + container + "/alice/stdout"
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = fmt.Fprintf(w, `[{"id":"1","executorLogs":{"stdout":%q}}]`, claim)
+	}))
+	t.Cleanup(hs.Close)
+	hu, _ := url.Parse(hs.URL)
+	ru, _ := url.Parse(rm.URL)
+	forged := discovery.HistoryRef{Server: "open", BaseURL: hu, Attempts: []string{"1"}, Completed: true,
+		User: "mallory", ACLProps: map[string]string{}}
+	reg := discovery.NewRegistry()
+	reg.Store(discovery.NewSnapshot([]*discovery.App{{ID: appID, Name: "y", User: "mallory", State: discovery.Ended,
+		EndTime: time.Now(), Source: "history:open", ACLProps: forged.ACLProps, History: []discovery.HistoryRef{forged},
+		Driver: &discovery.DriverRecord{Source: "yarn:rm", UIURL: &url.URL{Scheme: "http", Host: "10.0.0.7:4040"}, User: "alice",
+			ACLProps: map[string]string{"spark.acls.enable": "true", "spark.ui.view.acls": "bob", "spark.eventLog.enabled": "true"}}}}))
+	z := newAuthorizer(policy.Config{CacheSize: 16, CacheTTL: time.Minute}, map[string]policy.HistoryRules{
+		"open":   {Name: "open", Enabled: false},
+		"secure": {Name: "secure", Enabled: true, AdminGroups: []string{"hs-admins"}},
+	})
+	p, err := proxy.New(proxy.Options{Config: proxy.DefaultConfig(), Registry: reg, Authn: headerAuthn{}, Authz: z,
+		HistoryServers: map[string]*url.URL{"open": hu, "secure": hu}, ResourceManagers: []*url.URL{ru}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		user, group string
+		want        bool
+	}{{"mallory", "", false}, {"carol", "hs-admins", false}, {"bob", "", true}} {
+		req := httptest.NewRequest(http.MethodGet, "/app/"+appID+"/_/logs/1/stdout?attempt=1", nil)
+		req.Header.Set("X-Test-User", tc.user)
+		if tc.group != "" {
+			req.Header.Set("X-Test-Group", tc.group)
+		}
+		rec := httptest.NewRecorder()
+		p.ServeHTTP(rec, req)
+		if got := rec.Code == http.StatusOK && strings.Contains(rec.Body.String(), "s secret"); got != tc.want {
+			t.Errorf("%s: the log served = %t (%d); want %t", tc.user, got, rec.Code, tc.want)
+		}
 	}
 }

@@ -142,9 +142,11 @@ type App struct {
 }
 
 // DriverRecord is what discovery knew of an ended app's driver: where it
-// was found, its owner and its ACL properties (nil: never read).
+// was found and answered, its owner and its ACL properties (nil: never
+// read).
 type DriverRecord struct {
 	Source   string
+	UIURL    *url.URL
 	User     string
 	ACLProps map[string]string
 }

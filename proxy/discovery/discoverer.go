@@ -95,7 +95,9 @@ type Discoverer struct {
 type target struct {
 	c          candidate
 	cAt        time.Time // when c was offered (offer keeps the strongest)
-	appID      string    // the live app verified at this URL, "" if none
+	weak       candidate // the last weaker offer while c held, and when
+	weakAt     time.Time
+	appID      string // the live app verified at this URL, "" if none
 	verifying  bool
 	fails      int
 	retryAt    time.Time
@@ -513,7 +515,7 @@ func (d *Discoverer) publish() {
 			// beside it, since an event log may be anyone's.
 			if h, ok := d.histSet.byID[id]; ok && VouchesForID(a.app.Source) {
 				cp := *h
-				cp.Driver = &DriverRecord{Source: a.app.Source, User: a.app.User, ACLProps: a.app.ACLProps}
+				cp.Driver = &DriverRecord{Source: a.app.Source, UIURL: a.app.UIURL, User: a.app.User, ACLProps: a.app.ACLProps}
 				own = append(own, &cp)
 			}
 			continue

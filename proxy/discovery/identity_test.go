@@ -476,3 +476,26 @@ func TestStrongestSourceStands(t *testing.T) {
 		t.Errorf("after a probe's offer: source %q; want still the Kubernetes source's", a.Source)
 	}
 }
+
+// TestStrongerSourceNamingAnotherAppDoesNotBlock: a master lists an app
+// whose driver registered another driver pod's address as its UI (its
+// owner chooses it); the Kubernetes source offers the pod there. The pod's
+// driver, which answers with the id its label names, is published, credited
+// to the Kubernetes source; the master's claim to the address does not
+// veto it.
+func TestStrongerSourceNamingAnotherAppDoesNotBlock(t *testing.T) {
+	t.Parallel()
+	pod := newFakeDriver(t, "spark-aaaa")
+	d, reg := startDiscoverer(t, Config{})
+	d.send(context.Background(), func() {
+		d.offer(candidate{url: pod.url(), source: "master:http://m", appID: "app-20260101000000-0007"})
+		d.offer(candidate{url: pod.url(), source: "kubernetes:alice/drv", appID: "spark-aaaa"})
+	})
+	waitFor(t, reg, "the pod's driver", func(s *Snapshot) bool {
+		a, ok := s.Lookup("spark-aaaa")
+		return ok && a.Live() && a.Source == "kubernetes:alice/drv"
+	})
+	if _, ok := reg.Lookup("app-20260101000000-0007"); ok {
+		t.Error("the master's app published at the pod's address")
+	}
+}

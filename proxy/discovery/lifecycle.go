@@ -29,6 +29,8 @@ func (d *Discoverer) offer(c candidate) {
 	}
 	if sourceRank(c.source) >= sourceRank(t.c.source) || now.Sub(t.cAt) > strongerHeld*d.cfg.Interval {
 		t.c, t.cAt = c, now
+	} else {
+		t.weak, t.weakAt = c, now
 	}
 	t.lastOffer = now
 	if t.appID != "" {
@@ -101,6 +103,13 @@ func (d *Discoverer) onVerified(t *target, info driverInfo, err error) {
 		t.retryAt = now.Add(claimBackoff * d.cfg.Interval)
 		d.log.Debug("ended driver still answers", zap.String("app_id", info.ID), zap.String("upstream", u2s(t.c.url)))
 		return
+	}
+	if want := t.c.appID; want != "" && !sameApp(want, info.ID) && now.Sub(t.weakAt) <= strongerHeld*d.cfg.Interval &&
+		(t.weak.appID == "" || sameApp(t.weak.appID, info.ID)) {
+		// The stronger source names another app here (a master lists the
+		// address a driver registered, which its owner chose); the driver
+		// that a weaker source found here, and that answers, stands.
+		t.c, t.cAt = t.weak, t.weakAt
 	}
 	if reason := d.claimConflict(t, info); reason != "" {
 		d.refuseClaim(t, info.ID, info.User, reason)
