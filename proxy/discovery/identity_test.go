@@ -499,3 +499,32 @@ func TestStrongerSourceNamingAnotherAppDoesNotBlock(t *testing.T) {
 		t.Error("the master's app published at the pod's address")
 	}
 }
+
+// TestStrongerSourceAtSecondAddress: a probe found a driver claiming app X
+// at A (its own ACLs open to all); the real driver of X at U, found by a
+// probe too, was taken for the same driver under a second address. When
+// the master names X at U, U is verified again and replaces A (rule 3):
+// the master's credit never goes to the driver at A.
+func TestStrongerSourceAtSecondAddress(t *testing.T) {
+	t.Parallel()
+	const x = "app-20260101000000-0009"
+	att, vic := newFakeDriver(t, x), newFakeDriver(t, x)
+	att.props = [][]string{{"spark.acls.enable", "true"}, {"spark.ui.view.acls", "*"}}
+	d, reg := startDiscoverer(t, Config{})
+	d.send(context.Background(), func() { d.offer(candidate{url: att.url(), source: "probe:a"}) })
+	waitFor(t, reg, "the driver at A", live(x))
+	d.send(context.Background(), func() { d.offer(candidate{url: vic.url(), source: "probe:u"}) })
+	eventually(t, "U taken for a second address", func() bool {
+		got := make(chan bool)
+		d.send(context.Background(), func() {
+			tg := d.targets[vic.url().String()]
+			got <- tg != nil && tg.appID == x && !tg.verifying
+		})
+		return <-got
+	})
+	d.send(context.Background(), func() { d.offer(candidate{url: vic.url(), source: "master:http://m", appID: x}) })
+	waitFor(t, reg, "X at U, the master's", func(s *Snapshot) bool {
+		a, ok := s.Lookup(x)
+		return ok && a.Live() && a.UIURL.String() == vic.srv.URL && a.Source == "master:http://m"
+	})
+}

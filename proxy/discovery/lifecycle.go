@@ -40,12 +40,19 @@ func (d *Discoverer) offer(c candidate) {
 				a.app.YARNName, a.app.YARNQueue = c.yarnName, c.yarnQueue
 				d.dirty = true
 			}
-			if sourceRank(c.source) > sourceRank(a.app.Source) && c.appID != "" && sameApp(c.appID, a.app.ID) {
+			switch {
+			case sourceRank(c.source) <= sourceRank(a.app.Source) || c.appID == "" || !sameApp(c.appID, a.app.ID):
+				return
+			case a.key == key:
 				// A stronger source names the app verified here.
 				a.app.Source = c.source
 				d.dirty = true
+				return
 			}
-			return
+			// A stronger source names the app here, where it was taken for
+			// the same driver under a second address: verified again, this
+			// address may replace the other (rule 3), which may be another
+			// driver claiming the id.
 		}
 		t.appID = ""
 	}
