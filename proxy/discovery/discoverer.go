@@ -94,10 +94,9 @@ type Discoverer struct {
 // target is one candidate URL and what is known about it.
 type target struct {
 	c          candidate
-	cAt        time.Time // when c was offered (offer keeps the strongest)
-	weak       candidate // the last weaker offer while c held, and when
-	weakAt     time.Time
-	appID      string // the live app verified at this URL, "" if none
+	offers     []recentOffer // lately, one per source and id named (offer)
+	endedAt    time.Time     // when the app last verified here ended
+	appID      string        // the live app verified at this URL, "" if none
 	verifying  bool
 	fails      int
 	retryAt    time.Time

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -526,5 +528,98 @@ func TestStrongerSourceAtSecondAddress(t *testing.T) {
 	waitFor(t, reg, "X at U, the master's", func(s *Snapshot) bool {
 		a, ok := s.Lookup(x)
 		return ok && a.Live() && a.UIURL.String() == vic.srv.URL && a.Source == "master:http://m"
+	})
+}
+
+// TestPortReuseEarnsNoStaleCredit: the master named X at U; X finished (the
+// master lists it no more) and another process took U, answering one
+// liveness check with another id (X ends; U is verified at once) and then
+// claiming X, with ACLs open to all. No source has offered U since X
+// ended, so nothing vouches for it: it is not published (before, the
+// master's last offer credited it, and its ACLs would have judged X's logs).
+func TestPortReuseEarnsNoStaleCredit(t *testing.T) {
+	t.Parallel()
+	const x, z = "app-20260101000000-0011", "app-20260101000000-0099"
+	fd := newFakeDriver(t, x)
+	var oneZ, after atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/v1/applications" {
+			if oneZ.Add(-1) >= 0 {
+				fd.mu.Lock()
+				fd.id = z
+				fd.mu.Unlock()
+				fd.serve(w, r)
+				fd.mu.Lock()
+				fd.id = x
+				fd.mu.Unlock()
+				after.Store(1)
+				return
+			}
+			if after.Load() > 0 {
+				after.Add(1)
+			}
+		}
+		fd.serve(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	u, _ := url.Parse(srv.URL)
+	d, reg := startDiscoverer(t, Config{})
+	d.send(context.Background(), func() { d.offer(candidate{url: u, source: "master:http://m", appID: x}) })
+	waitFor(t, reg, "X live with its ACLs", func(s *Snapshot) bool {
+		a, ok := s.Lookup(x)
+		return ok && a.Live() && a.ACLProps["spark.ui.view.acls"] == "alice,bob"
+	})
+	fd.mu.Lock()
+	fd.props = [][]string{{"spark.acls.enable", "true"}, {"spark.ui.view.acls", "*"}}
+	fd.mu.Unlock()
+	oneZ.Store(1)
+	d.Suspect(x)
+	eventually(t, "the newcomer at U verified after X ended", func() bool {
+		done := make(chan bool)
+		d.send(context.Background(), func() {
+			tg := d.targets[u.String()]
+			done <- after.Load() > 1 && tg != nil && !tg.verifying
+		})
+		return <-done
+	})
+	got := make(chan string)
+	d.send(context.Background(), func() {
+		a := d.apps[x]
+		got <- fmt.Sprintf("%s %s %v", a.app.State, a.app.Source, a.app.ACLProps)
+	})
+	if s := <-got; !strings.HasPrefix(s, Ended.String()+" ") {
+		t.Errorf("X after another process took U and claimed it = %s; want ended", s)
+	}
+}
+
+// TestTwoAppsNamedAtOneAddress: a master lists the victim's app X at U and
+// another app Y at U too (its driver registered U as its UI, as anyone's
+// may), Y after X each round. X's driver, which answers at U, is
+// published, credited to the master.
+func TestTwoAppsNamedAtOneAddress(t *testing.T) {
+	t.Parallel()
+	const x, y = "app-20260101000000-0021", "app-20260101000000-0022"
+	vic := newFakeDriver(t, x)
+	d, reg := startDiscoverer(t, Config{})
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	go func() {
+		tk := time.NewTicker(50 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tk.C:
+				d.send(context.Background(), func() {
+					d.offer(candidate{url: vic.url(), source: "master:http://m", appID: x})
+					d.offer(candidate{url: vic.url(), source: "master:http://m", appID: y})
+				})
+			}
+		}
+	}()
+	waitFor(t, reg, "X, the master's", func(s *Snapshot) bool {
+		a, ok := s.Lookup(x)
+		return ok && a.Live() && a.Source == "master:http://m"
 	})
 }

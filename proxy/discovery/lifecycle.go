@@ -16,23 +16,21 @@ import (
 // verified, or backing off.
 //
 // Several sources may offer one URL (a driver pod's address is also a
-// probe's, a log line names the driver a master lists): the strongest that
-// offered it lately stands (sourceRank), since what an app's logs and
-// identity rules allow depends on who found it (VouchesForID, bindsIDs).
+// probe's, a log line names the driver a master lists, a master lists
+// whatever address a driver registered): each offer is remembered for a
+// while, and verification credits the strongest that fits the driver
+// found there (target.credit), since what an app's logs and identity rules
+// allow depends on who found it (VouchesForID, bindsIDs).
 func (d *Discoverer) offer(c candidate) {
 	now := d.now()
 	key := c.key()
 	t := d.targets[key]
 	if t == nil {
-		t = &target{c: c, cAt: now}
+		t = &target{c: c}
 		d.targets[key] = t
 	}
-	if sourceRank(c.source) >= sourceRank(t.c.source) || now.Sub(t.cAt) > strongerHeld*d.cfg.Interval {
-		t.c, t.cAt = c, now
-	} else {
-		t.weak, t.weakAt = c, now
-	}
-	t.lastOffer = now
+	t.c, t.lastOffer = c, now
+	t.remember(c, now, now.Add(-offerHeld*d.cfg.Interval))
 	if t.appID != "" {
 		if a := d.apps[t.appID]; a != nil && a.app.State == Running {
 			if c.yarn && (a.app.YARNName != c.yarnName || a.app.YARNQueue != c.yarnQueue) {
@@ -48,11 +46,13 @@ func (d *Discoverer) offer(c candidate) {
 				a.app.Source = c.source
 				d.dirty = true
 				return
+			case !namesApp(c, a.app.ID):
+				return
 			}
-			// A stronger source names the app here, where it was taken for
-			// the same driver under a second address: verified again, this
-			// address may replace the other (rule 3), which may be another
-			// driver claiming the id.
+			// A source that binds ids names the app here, where it was
+			// taken for the same driver under a second address: verified
+			// again, this address may replace the other (rule 3), which may
+			// be another driver claiming the id.
 		}
 		t.appID = ""
 	}
@@ -111,13 +111,19 @@ func (d *Discoverer) onVerified(t *target, info driverInfo, err error) {
 		d.log.Debug("ended driver still answers", zap.String("app_id", info.ID), zap.String("upstream", u2s(t.c.url)))
 		return
 	}
-	if want := t.c.appID; want != "" && !sameApp(want, info.ID) && now.Sub(t.weakAt) <= strongerHeld*d.cfg.Interval &&
-		(t.weak.appID == "" || sameApp(t.weak.appID, info.ID)) {
-		// The stronger source names another app here (a master lists the
-		// address a driver registered, which its owner chose); the driver
-		// that a weaker source found here, and that answers, stands.
-		t.c, t.cAt = t.weak, t.weakAt
+	switch c, ok, fresh := t.credit(info.ID, now.Add(-offerHeld*d.cfg.Interval)); {
+	case ok:
+		t.c = c
+	case !fresh:
+		// No source has offered this URL since the app verified here
+		// ended (its port may be another process's now): nothing vouches
+		// for what answers until one offers it again.
+		t.retryAt = time.Time{}
+		d.log.Debug("driver answers where no source offers it since its app ended", zap.String("app_id", info.ID), zap.String("upstream", u2s(t.c.url)))
+		return
 	}
+	// Otherwise every source offering the URL names another app there:
+	// t.c is one of them, and the claim is refused (rule 2).
 	if reason := d.claimConflict(t, info); reason != "" {
 		d.refuseClaim(t, info.ID, info.User, reason)
 		return
@@ -289,15 +295,63 @@ func (d *Discoverer) endApp(id, reason string) {
 	for _, t := range d.targets {
 		if t.appID == id {
 			t.appID, t.retryAt, t.fails = "", time.Time{}, 0
+			t.endedAt = a.app.EndTime
 		}
 	}
 	d.dirty = true
 	d.log.Info("driver ended", zap.String("app_id", id), zap.String("upstream", u2s(a.app.UIURL)), zap.String("source", a.app.Source), zap.String("reason", reason))
 }
 
-// strongerHeld is how many intervals a stronger source's offer of a URL
-// stands against weaker ones after it last offered it.
-const strongerHeld = 3
+// offerHeld is how many intervals an offer of a URL is remembered after
+// its source last made it.
+const offerHeld = 3
+
+// recentOffer is one source's offer of a target's URL, and when it was
+// last made.
+type recentOffer struct {
+	c  candidate
+	at time.Time
+}
+
+// remember records c as offered at now, one entry per source and id it
+// names, and forgets the offers last made before since.
+func (t *target) remember(c candidate, now, since time.Time) {
+	kept := t.offers[:0]
+	found := false
+	for _, o := range t.offers {
+		if o.c.source == c.source && o.c.appID == c.appID {
+			o, found = recentOffer{c, now}, true
+		}
+		if !o.at.Before(since) {
+			kept = append(kept, o)
+		}
+	}
+	if !found {
+		kept = append(kept, recentOffer{c, now})
+	}
+	t.offers = kept
+}
+
+// credit picks the source a driver reporting id at t's URL is found by:
+// among the offers made since, and after the app last verified there
+// ended, the strongest (sourceRank; the latest of equals) that names id or
+// no id. fresh says whether there was any such offer at all.
+func (t *target) credit(id string, since time.Time) (c candidate, ok, fresh bool) {
+	var at time.Time
+	for _, o := range t.offers {
+		if o.at.Before(since) || !o.at.After(t.endedAt) {
+			continue
+		}
+		fresh = true
+		if o.c.appID != "" && !sameApp(o.c.appID, id) {
+			continue
+		}
+		if r, best := sourceRank(o.c.source), sourceRank(c.source); !ok || r > best || r == best && o.at.After(at) {
+			c, at, ok = o.c, o.at, true
+		}
+	}
+	return c, ok, fresh
+}
 
 // sourceRank orders sources by what they vouch for: one that gave the app
 // its id (a ResourceManager, a master) over the Kubernetes source (the
