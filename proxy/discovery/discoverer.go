@@ -94,9 +94,10 @@ type Discoverer struct {
 // target is one candidate URL and what is known about it.
 type target struct {
 	c          candidate
-	offers     []recentOffer // lately, one per source and id named (offer)
-	endedAt    time.Time     // when the app last verified here ended
-	appID      string        // the live app verified at this URL, "" if none
+	offers     map[offerKey]time.Time // lately, when each source naming each id saw it (offer)
+	prunedAt   time.Time              // when offers were last pruned
+	endedAt    time.Time              // when the app last verified here ended
+	appID      string                 // the live app verified at this URL, "" if none
 	verifying  bool
 	fails      int
 	retryAt    time.Time
@@ -298,9 +299,13 @@ func (d *Discoverer) round() {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
+					seen := d.now()
 					cands, err := s.candidates(ctx)
 					if ctx.Err() != nil {
 						return
+					}
+					for j := range cands {
+						cands[j].seen = seen
 					}
 					d.noteHealth("discovery source", s.name(), err)
 					res[i] = cands

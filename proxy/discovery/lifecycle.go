@@ -30,7 +30,7 @@ func (d *Discoverer) offer(c candidate) {
 		d.targets[key] = t
 	}
 	t.c, t.lastOffer = c, now
-	t.remember(c, now, now.Add(-offerHeld*d.cfg.Interval))
+	t.remember(c, now, offerHeld*d.cfg.Interval)
 	if t.appID != "" {
 		if a := d.apps[t.appID]; a != nil && a.app.State == Running {
 			if c.yarn && (a.app.YARNName != c.yarnName || a.app.YARNQueue != c.yarnQueue) {
@@ -111,7 +111,7 @@ func (d *Discoverer) onVerified(t *target, info driverInfo, err error) {
 		d.log.Debug("ended driver still answers", zap.String("app_id", info.ID), zap.String("upstream", u2s(t.c.url)))
 		return
 	}
-	switch c, ok, fresh := t.credit(info.ID, now.Add(-offerHeld*d.cfg.Interval)); {
+	switch c, ok, fresh := t.credit(info.ID, now.Add(-offerHeld*d.cfg.Interval), t.c); {
 	case ok:
 		t.c = c
 	case !fresh:
@@ -306,48 +306,58 @@ func (d *Discoverer) endApp(id, reason string) {
 // its source last made it.
 const offerHeld = 3
 
-// recentOffer is one source's offer of a target's URL, and when it was
-// last made.
-type recentOffer struct {
-	c  candidate
-	at time.Time
-}
+// offerKey names one source's offer of a target's URL: the source and the
+// app id it names there ("" for none).
+type offerKey struct{ source, appID string }
 
-// remember records c as offered at now, one entry per source and id it
-// names, and forgets the offers last made before since.
-func (t *target) remember(c candidate, now, since time.Time) {
-	kept := t.offers[:0]
-	found := false
-	for _, o := range t.offers {
-		if o.c.source == c.source && o.c.appID == c.appID {
-			o, found = recentOffer{c, now}, true
-		}
-		if !o.at.Before(since) {
-			kept = append(kept, o)
+// remember records that c's source saw c (when c.seen says; now if
+// unknown), and, at most once per hold, forgets offers older than hold. A
+// source may name many ids at one URL (a master lists whatever address a
+// driver registered): each offer costs the same.
+func (t *target) remember(c candidate, now time.Time, hold time.Duration) {
+	at := c.seen
+	if at.IsZero() || at.After(now) {
+		at = now
+	}
+	if t.offers == nil {
+		t.offers = make(map[offerKey]time.Time, 2)
+	}
+	k := offerKey{c.source, c.appID}
+	if at.After(t.offers[k]) {
+		t.offers[k] = at
+	}
+	if now.Sub(t.prunedAt) >= hold {
+		t.prunedAt = now
+		for k, seen := range t.offers {
+			if now.Sub(seen) > hold {
+				delete(t.offers, k)
+			}
 		}
 	}
-	if !found {
-		kept = append(kept, recentOffer{c, now})
-	}
-	t.offers = kept
 }
 
 // credit picks the source a driver reporting id at t's URL is found by:
-// among the offers made since, and after the app last verified there
-// ended, the strongest (sourceRank; the latest of equals) that names id or
-// no id. fresh says whether there was any such offer at all.
-func (t *target) credit(id string, since time.Time) (c candidate, ok, fresh bool) {
+// among the offers its sources saw since, and after the app last verified
+// there ended, the strongest (sourceRank; the latest of equals) that names
+// id or no id, as a candidate like last (the latest offer, whose URL and
+// YARN details are the target's). fresh says whether there was any such
+// offer at all.
+func (t *target) credit(id string, since time.Time, last candidate) (c candidate, ok, fresh bool) {
 	var at time.Time
-	for _, o := range t.offers {
-		if o.at.Before(since) || !o.at.After(t.endedAt) {
+	for k, seen := range t.offers {
+		if seen.Before(since) || !seen.After(t.endedAt) {
 			continue
 		}
 		fresh = true
-		if o.c.appID != "" && !sameApp(o.c.appID, id) {
+		if k.appID != "" && !sameApp(k.appID, id) {
 			continue
 		}
-		if r, best := sourceRank(o.c.source), sourceRank(c.source); !ok || r > best || r == best && o.at.After(at) {
-			c, at, ok = o.c, o.at, true
+		if r, best := sourceRank(k.source), sourceRank(c.source); !ok || r > best || r == best && seen.After(at) {
+			c, at, ok = last, seen, true
+			c.source, c.appID = k.source, k.appID
+			if sourceKind(k.source) != "yarn" {
+				c.yarn, c.yarnName, c.yarnQueue = false, "", ""
+			}
 		}
 	}
 	return c, ok, fresh

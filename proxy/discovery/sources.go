@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // candidate is a URL that may be a driver UI. Nothing about it is trusted
@@ -23,6 +24,9 @@ type candidate struct {
 	// yarnName and yarnQueue are the ResourceManager's application name
 	// and queue of a yarn candidate.
 	yarnName, yarnQueue string
+	// seen is when the source began the read that found it (zero: when
+	// offered): an offer vouches for what was there then, not later.
+	seen time.Time
 }
 
 func (c candidate) key() string { return c.url.String() }
