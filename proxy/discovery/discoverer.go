@@ -94,10 +94,10 @@ type Discoverer struct {
 // target is one candidate URL and what is known about it.
 type target struct {
 	c          candidate
-	offers     map[offerKey]time.Time // lately, when each source naming each id saw it (offer)
-	prunedAt   time.Time              // when offers were last pruned
-	endedAt    time.Time              // when the app last verified here ended
-	appID      string                 // the live app verified at this URL, "" if none
+	offers     map[offerKey]offerStamp // lately, each source's offer naming each id (offer)
+	prunedAt   time.Time               // when offers were last pruned
+	endedAt    time.Time               // when the app last verified here ended
+	appID      string                  // the live app verified at this URL, "" if none
 	verifying  bool
 	fails      int
 	retryAt    time.Time

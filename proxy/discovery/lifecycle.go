@@ -111,19 +111,21 @@ func (d *Discoverer) onVerified(t *target, info driverInfo, err error) {
 		d.log.Debug("ended driver still answers", zap.String("app_id", info.ID), zap.String("upstream", u2s(t.c.url)))
 		return
 	}
-	switch c, ok, fresh := t.credit(info.ID, now.Add(-offerHeld*d.cfg.Interval), t.c); {
+	switch c, ok, other := t.credit(info.ID, now.Add(-offerHeld*d.cfg.Interval), t.c); {
 	case ok:
 		t.c = c
-	case !fresh:
-		// No source has offered this URL since the app verified here
-		// ended (its port may be another process's now): nothing vouches
-		// for what answers until one offers it again.
+	case other != nil:
+		// Every source that found the URL lately names another app there:
+		// the claim is refused (rule 2).
+		t.c = *other
+	default:
+		// No source has found this URL since the app verified here ended
+		// (its port may be another process's now): nothing vouches for
+		// what answers until one finds it again.
 		t.retryAt = time.Time{}
-		d.log.Debug("driver answers where no source offers it since its app ended", zap.String("app_id", info.ID), zap.String("upstream", u2s(t.c.url)))
+		d.log.Debug("driver answers where no source found it since its app ended", zap.String("app_id", info.ID), zap.String("upstream", u2s(t.c.url)))
 		return
 	}
-	// Otherwise every source offering the URL names another app there:
-	// t.c is one of them, and the claim is refused (rule 2).
 	if reason := d.claimConflict(t, info); reason != "" {
 		d.refuseClaim(t, info.ID, info.User, reason)
 		return
@@ -310,26 +312,33 @@ const offerHeld = 3
 // app id it names there ("" for none).
 type offerKey struct{ source, appID string }
 
-// remember records that c's source saw c (when c.seen says; now if
-// unknown), and, at most once per hold, forgets offers older than hold. A
-// source may name many ids at one URL (a master lists whatever address a
-// driver registered): each offer costs the same.
+// offerStamp says when a source's read that found a URL began (seen), and
+// when the offer was last handled (at).
+type offerStamp struct{ seen, at time.Time }
+
+// remember records c's offer, handled now: seen is when its source's read
+// began (c.seen; now if unknown). At most once per hold it forgets the
+// offers not handled within hold. A source may name many ids at one URL (a
+// master lists whatever address a driver registered): each offer costs
+// the same.
 func (t *target) remember(c candidate, now time.Time, hold time.Duration) {
-	at := c.seen
-	if at.IsZero() || at.After(now) {
-		at = now
+	seen := c.seen
+	if seen.IsZero() || seen.After(now) {
+		seen = now
 	}
 	if t.offers == nil {
-		t.offers = make(map[offerKey]time.Time, 2)
+		t.offers = make(map[offerKey]offerStamp, 2)
 	}
 	k := offerKey{c.source, c.appID}
-	if at.After(t.offers[k]) {
-		t.offers[k] = at
+	if st := t.offers[k]; seen.After(st.seen) {
+		t.offers[k] = offerStamp{seen, now}
+	} else {
+		t.offers[k] = offerStamp{st.seen, now}
 	}
 	if now.Sub(t.prunedAt) >= hold {
 		t.prunedAt = now
-		for k, seen := range t.offers {
-			if now.Sub(seen) > hold {
+		for k, st := range t.offers {
+			if now.Sub(st.at) > hold {
 				delete(t.offers, k)
 			}
 		}
@@ -337,30 +346,31 @@ func (t *target) remember(c candidate, now time.Time, hold time.Duration) {
 }
 
 // credit picks the source a driver reporting id at t's URL is found by:
-// among the offers its sources saw since, and after the app last verified
-// there ended, the strongest (sourceRank; the latest of equals) that names
-// id or no id, as a candidate like last (the latest offer, whose URL and
-// YARN details are the target's). fresh says whether there was any such
-// offer at all.
-func (t *target) credit(id string, since time.Time, last candidate) (c candidate, ok, fresh bool) {
+// among the offers handled since whose read began after the app last
+// verified there ended, the strongest (sourceRank; the latest read of
+// equals) that names id or no id, as a candidate like last (the latest
+// offer, whose URL and YARN details are the target's). Without one, other
+// is such an offer that names another app, if there is any.
+func (t *target) credit(id string, since time.Time, last candidate) (c candidate, ok bool, other *candidate) {
 	var at time.Time
-	for k, seen := range t.offers {
-		if seen.Before(since) || !seen.After(t.endedAt) {
+	for k, st := range t.offers {
+		if st.at.Before(since) || !st.seen.After(t.endedAt) {
 			continue
 		}
-		fresh = true
+		cand := last
+		cand.source, cand.appID = k.source, k.appID
+		if sourceKind(k.source) != "yarn" {
+			cand.yarn, cand.yarnName, cand.yarnQueue = false, "", ""
+		}
 		if k.appID != "" && !sameApp(k.appID, id) {
+			other = &cand
 			continue
 		}
-		if r, best := sourceRank(k.source), sourceRank(c.source); !ok || r > best || r == best && seen.After(at) {
-			c, at, ok = last, seen, true
-			c.source, c.appID = k.source, k.appID
-			if sourceKind(k.source) != "yarn" {
-				c.yarn, c.yarnName, c.yarnQueue = false, "", ""
-			}
+		if r, best := sourceRank(k.source), sourceRank(c.source); !ok || r > best || r == best && st.seen.After(at) {
+			c, at, ok = cand, st.seen, true
 		}
 	}
-	return c, ok, fresh
+	return c, ok, other
 }
 
 // sourceRank orders sources by what they vouch for: one that gave the app

@@ -1,0 +1,151 @@
+package discovery
+
+import (
+	"context"
+	"net/url"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// stepDisc is a discoverer of 1 s intervals on a clock the test moves,
+// driven by hand (no Run): offers and verifications happen as the test says.
+func stepDisc() (*Discoverer, *time.Time) {
+	d := New(Config{Interval: time.Second}, NewRegistry(), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	d.ctx = ctx
+	now := time.Unix(1_800_000_000, 0)
+	d.now = func() time.Time { return now }
+	return d, &now
+}
+
+// verifyDone plays the verification that offer started finishing with info.
+func verifyDone(d *Discoverer, u *url.URL, info driverInfo) {
+	tg := d.targets[u.String()]
+	if !tg.verifying {
+		tg.verifying = true
+		d.pending++
+	}
+	d.onVerified(tg, info, nil)
+}
+
+// TestStaleOfferNamingAppCreditsNothing: the master named X at U; X ends
+// (another id answered at U) while a poll that read the master before the
+// end is held up; the process now at U writes a driver log naming U with
+// its own id Z, then claims X. The held-up master offer (read before the
+// end) and the log (naming Z) vouch for nothing: X is not published again.
+func TestStaleOfferNamingAppCreditsNothing(t *testing.T) {
+	d, now := stepDisc()
+	const x, z = "app-20260101000000-0001", "app-20260101000000-0099"
+	u, _ := url.Parse("http://10.0.0.5:4040")
+	master := "master:http://m"
+	// X at U, found by the master.
+	d.offer(candidate{url: u, source: master, appID: x, seen: *now})
+	verifyDone(d, u, driverInfo{ID: x, User: "alice"})
+	if a := d.apps[x]; a == nil || a.app.State != Running || a.app.Source != master {
+		t.Fatalf("setup: %+v", d.apps[x])
+	}
+	// Round R starts: the master is read (X still listed) at R.
+	readAt := now.Add(100 * time.Millisecond)
+	*now = readAt.Add(200 * time.Millisecond)
+	// The liveness check of round R finds another id at U (the port taker): X ends, U is verified at once.
+	d.endApp(x, "another app answers at its url")
+	tg := d.targets[u.String()]
+	tg.verifying = true // verify(t) started by onChecked; the taker shows the placeholder
+	d.pending++
+	// The taker's own log names U with its id Z (an offer made now).
+	*now = now.Add(200 * time.Millisecond)
+	d.offer(candidate{url: u, source: "log:/var/log/mallory/driver.log", appID: z})
+	// The poll of round R is handed over: the master's list read before X ended.
+	*now = now.Add(200 * time.Millisecond)
+	d.offer(candidate{url: u, source: master, appID: x, seen: readAt})
+	// The taker now answers: X, owner alice.
+	d.onVerified(tg, driverInfo{ID: x, User: "alice"}, nil)
+	a := d.apps[x]
+	if a.app.State == Running {
+		t.Errorf("port taker published as X, source %s (want X ended: the master's list was read before X ended)", a.app.Source)
+	}
+}
+
+// TestLogLineDoesNotEvictNamedApp: a driver log (its owner writes it)
+// naming another id at U, where the master named X, does not withdraw X,
+// cycle after cycle, while the master keeps listing it.
+func TestLogLineDoesNotEvictNamedApp(t *testing.T) {
+	d, now := stepDisc()
+	const x, z = "app-20260101000000-0001", "app-20260101000000-0099"
+	u, _ := url.Parse("http://10.0.0.5:4040")
+	master := "master:http://m"
+	d.offer(candidate{url: u, source: master, appID: x, seen: *now})
+	verifyDone(d, u, driverInfo{ID: x, User: "alice"})
+	for i := 0; i < 3; i++ {
+		if a := d.apps[x]; i > 0 && (a == nil || a.app.State != Running) {
+			t.Fatalf("cycle %d: X not republished after the backoff", i)
+		}
+		*now = now.Add(time.Second)
+		d.onLogs([]logCandidates{{path: "/var/log/mallory/driver.log", urls: []*url.URL{u}, appHint: z}}, *now, false)
+		if a := d.apps[x]; a == nil || a.app.State != Running {
+			tg := d.targets[u.String()]
+			t.Errorf("cycle %d: X, named by the master at U, withdrawn by mallory's log line (retry in %s)", i, tg.retryAt.Sub(*now))
+		}
+		// 12 intervals of rounds: the master keeps listing X at U, the log is re-offered.
+		for r := 0; r < 13; r++ {
+			*now = now.Add(time.Second)
+			d.offer(candidate{url: u, source: "log:/var/log/mallory/driver.log", appID: z})
+			d.offer(candidate{url: u, source: master, appID: x, seen: *now})
+			if tg := d.targets[u.String()]; tg.verifying {
+				verifyDone(d, u, driverInfo{ID: x, User: "alice"})
+			}
+		}
+	}
+}
+
+// slowProbe is a poll source whose read takes d and finds nothing.
+type slowProbe struct{ d time.Duration }
+
+func (s slowProbe) name() string { return "probe" }
+func (s slowProbe) candidates(ctx context.Context) ([]candidate, error) {
+	select {
+	case <-time.After(s.d):
+	case <-ctx.Done():
+	}
+	return nil, nil
+}
+
+// listingMaster lists x at u on every read.
+type listingMaster struct {
+	u     *url.URL
+	x     string
+	calls atomic.Int64
+}
+
+func (m *listingMaster) name() string { return "master:http://m" }
+func (m *listingMaster) candidates(context.Context) ([]candidate, error) {
+	m.calls.Add(1)
+	return []candidate{{url: m.u, source: m.name(), appID: m.x}}, nil
+}
+
+// TestSlowSourceDoesNotBlock: a source whose read takes more than three
+// intervals (a probe sweep of many silent addresses) holds every poll; the
+// master's offers it delivers late still credit the driver the master
+// names (an offer is held from when it is handled).
+func TestSlowSourceDoesNotBlock(t *testing.T) {
+	for _, slow := range []time.Duration{250 * time.Millisecond, 350 * time.Millisecond} {
+		slowSourceCase(t, slow)
+	}
+}
+
+func slowSourceCase(t *testing.T, slow time.Duration) {
+	const x = "app-20260101000000-0031"
+	vic := newFakeDriver(t, x)
+	m := &listingMaster{u: vic.url(), x: x}
+	_, reg := startWith(t, m, slowProbe{d: slow})
+	deadline := time.Now().Add(4 * time.Second)
+	for time.Now().Before(deadline) {
+		if a, ok := reg.Lookup(x); ok && a.Live() {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Errorf("X, listed by the master every poll, not published after 4 s (master read %d times; driver asked %d times)", m.calls.Load(), vic.hits.Load())
+}
