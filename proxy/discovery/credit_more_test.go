@@ -149,3 +149,65 @@ func slowSourceCase(t *testing.T, slow time.Duration) {
 	}
 	t.Errorf("X, listed by the master every poll, not published after 4 s (master read %d times; driver asked %d times)", m.calls.Load(), vic.hits.Load())
 }
+
+// TestEndedDriverAtItsSecondAddress: a driver verified at K1 and again, as
+// the same driver, at K2 (a probe found both). K1 stops answering, so the
+// app ends there; K2 still answers for it and is offered again: it is
+// published there, where an address never verified for the app is not.
+func TestEndedDriverAtItsSecondAddress(t *testing.T) {
+	d, now := stepDisc()
+	const x = "app-20260101000000-0001"
+	k1, _ := url.Parse("http://10.0.0.5:4040")
+	k2, _ := url.Parse("http://10.0.0.6:4040")
+	k3, _ := url.Parse("http://10.0.0.7:4040")
+	d.offer(candidate{url: k1, source: "probe:10.0.0.5:4040"})
+	verifyDone(d, k1, driverInfo{ID: x, User: "alice"})
+	d.offer(candidate{url: k2, source: "probe:10.0.0.6:4040"})
+	verifyDone(d, k2, driverInfo{ID: x, User: "alice"})
+	if a := d.apps[x]; a == nil || a.key != k1.String() || d.targets[k2.String()].appID != x {
+		t.Fatalf("setup: X at K1 with K2 as its second address, got %+v", d.apps[x])
+	}
+	*now = now.Add(time.Second)
+	d.endApp(x, "the driver no longer answers")
+	*now = now.Add(time.Second)
+	d.offer(candidate{url: k3, source: "probe:10.0.0.7:4040"})
+	verifyDone(d, k3, driverInfo{ID: x, User: "alice"})
+	if a := d.apps[x]; a.app.State == Running {
+		t.Fatalf("an address never verified for X took its id after it ended: %s", u2s(a.app.UIURL))
+	}
+	d.offer(candidate{url: k2, source: "probe:10.0.0.6:4040"})
+	verifyDone(d, k2, driverInfo{ID: x, User: "alice"})
+	a := d.apps[x]
+	if a.app.State != Running || a.key != k2.String() {
+		t.Fatalf("X at its second address after K1 ended: state %v at %s, refused %q", a.app.State, u2s(a.app.UIURL), d.targets[k2.String()].refused)
+	}
+}
+
+// TestKubernetesNamesSecondAddress: a probe found a driver first; the
+// Kubernetes source then names the same app at the driver pod's address.
+// The app is vouched for by Kubernetes (its pods' logs may be read),
+// whether the pod's address was verified first as a probe's or as the
+// Kubernetes source's.
+func TestKubernetesNamesSecondAddress(t *testing.T) {
+	const x = "spark-0123456789abcdef0123456789abcdef"
+	const kube = "kubernetes:team-a/x-driver"
+	k1, _ := url.Parse("http://10.0.0.5:4040")
+	k2, _ := url.Parse("http://10.244.0.9:4040")
+	for _, probedFirst := range []bool{false, true} {
+		d, now := stepDisc()
+		d.offer(candidate{url: k1, source: "probe:10.0.0.5:4040"})
+		verifyDone(d, k1, driverInfo{ID: x, User: "alice"})
+		if probedFirst {
+			d.offer(candidate{url: k2, source: "probe:10.244.0.9:4040"})
+			verifyDone(d, k2, driverInfo{ID: x, User: "alice"})
+			*now = now.Add(time.Second)
+			d.offer(candidate{url: k2, source: kube, appID: x})
+		} else {
+			d.offer(candidate{url: k2, source: kube, appID: x})
+			verifyDone(d, k2, driverInfo{ID: x, User: "alice"})
+		}
+		if a := d.apps[x]; a.app.Source != kube || a.app.State != Running {
+			t.Errorf("probed first %v: X's source %q, state %v (want %s, running)", probedFirst, a.app.Source, a.app.State, kube)
+		}
+	}
+}

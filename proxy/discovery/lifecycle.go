@@ -47,6 +47,10 @@ func (d *Discoverer) offer(c candidate) {
 				d.dirty = true
 				return
 			case !namesApp(c, a.app.ID):
+				// The same driver under a second address, which this
+				// stronger source names: it vouches for the app.
+				a.app.Source = c.source
+				d.dirty = true
 				return
 			}
 			// A source that binds ids names the app here, where it was
@@ -136,6 +140,12 @@ func (d *Discoverer) onVerified(t *target, info driverInfo, err error) {
 	}
 	if old := d.apps[info.ID]; old != nil && old.app.State == Running && old.key != key {
 		t.appID = info.ID // the same driver under a second address
+		if sourceRank(t.c.source) > sourceRank(old.app.Source) && t.c.appID != "" {
+			// A stronger source names the app here (a driver pod a probe
+			// found first): what its logs allow follows the stronger.
+			old.app.Source = t.c.source
+			d.dirty = true
+		}
 		return
 	}
 	if t.appID != "" && t.appID != info.ID {
@@ -297,7 +307,7 @@ func (d *Discoverer) endApp(id, reason string) {
 	for _, t := range d.targets {
 		if t.appID == id {
 			t.appID, t.retryAt, t.fails = "", time.Time{}, 0
-			t.endedAt = a.app.EndTime
+			t.endedAt, t.endedID = a.app.EndTime, id
 		}
 	}
 	d.dirty = true
