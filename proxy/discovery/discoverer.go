@@ -97,7 +97,6 @@ type target struct {
 	offers     map[offerKey]offerStamp // lately, each source's offer naming each id (offer)
 	prunedAt   time.Time               // when offers were last pruned
 	endedAt    time.Time               // when the app last verified here ended
-	endedID    string                  // that app's id
 	appID      string                  // the live app verified at this URL, "" if none
 	verifying  bool
 	fails      int

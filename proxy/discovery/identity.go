@@ -31,9 +31,9 @@ import (
 //  4. Otherwise the first verified owner keeps the id: a second address
 //     answering for it with another owner is refused, and once the app has
 //     ended no other address takes its id (while it is remembered), whatever
-//     owner it reports: only the source that names the app may, or an
-//     address verified as the same driver while the app ran there (its
-//     first address stopped answering, this one did not).
+//     owner it reports: only the source that names the app may. Nor does
+//     an address taken for the same driver while the app ran (a second
+//     address: the same id and owner reported, which prove nothing).
 //
 // A refused claim is logged and counted (sparkgate_discovery_conflicts_total)
 // once per address and id, and the address is not asked again for a while.
@@ -66,7 +66,7 @@ func (d *Discoverer) claimConflict(t *target, info driverInfo) string {
 			return "" // rule 3: this address replaces the weaker one (onVerified)
 		case oldStrong && !strong && old.app.State != Running:
 			return fmt.Sprintf("%s named the app at %s, where it has ended", old.app.Source, u2s(old.app.UIURL))
-		case !strong && old.app.State != Running && t.endedID != info.ID:
+		case !strong && old.app.State != Running:
 			// Rule 4: the same owner reported proves nothing (a driver
 			// says what it likes), and the app's logs stay on workers
 			// and in pods under its id.

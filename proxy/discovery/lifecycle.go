@@ -47,10 +47,6 @@ func (d *Discoverer) offer(c candidate) {
 				d.dirty = true
 				return
 			case !namesApp(c, a.app.ID):
-				// The same driver under a second address, which this
-				// stronger source names: it vouches for the app.
-				a.app.Source = c.source
-				d.dirty = true
 				return
 			}
 			// A source that binds ids names the app here, where it was
@@ -139,13 +135,12 @@ func (d *Discoverer) onVerified(t *target, info driverInfo, err error) {
 		d.replaceWeaker(t, info)
 	}
 	if old := d.apps[info.ID]; old != nil && old.app.State == Running && old.key != key {
-		t.appID = info.ID // the same driver under a second address
-		if sourceRank(t.c.source) > sourceRank(old.app.Source) && t.c.appID != "" {
-			// A stronger source names the app here (a driver pod a probe
-			// found first): what its logs allow follows the stronger.
-			old.app.Source = t.c.source
-			d.dirty = true
-		}
+		// Taken for the same driver under a second address, on the word of
+		// what answers here (id and owner), which proves nothing: this
+		// address never stands for the app, nor lends it its source
+		// (a Kubernetes source naming the app here would give the driver
+		// at the first address the pod's logs).
+		t.appID = info.ID
 		return
 	}
 	if t.appID != "" && t.appID != info.ID {
@@ -307,7 +302,7 @@ func (d *Discoverer) endApp(id, reason string) {
 	for _, t := range d.targets {
 		if t.appID == id {
 			t.appID, t.retryAt, t.fails = "", time.Time{}, 0
-			t.endedAt, t.endedID = a.app.EndTime, id
+			t.endedAt = a.app.EndTime
 		}
 	}
 	d.dirty = true
