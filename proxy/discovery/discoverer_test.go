@@ -64,7 +64,11 @@ func TestDiscovererStaticLivenessAndPortReuse(t *testing.T) {
 	t.Parallel()
 	drv := newFakeDriver(t, "local-1")
 	d, reg := startDiscoverer(t, Config{Static: []string{drv.srv.URL}})
-	waitFor(t, reg, "local-1 live", live("local-1"))
+	// Published at once; its ACLs once its environment is read.
+	waitFor(t, reg, "local-1 live with its ACLs", func(s *Snapshot) bool {
+		a, ok := s.Lookup("local-1")
+		return ok && a.Live() && a.ACLProps != nil
+	})
 	a, _ := reg.Lookup("local-1")
 	if a.User != "alice" || a.Name != "demo" || a.SparkVersion != "3.5.9" || a.ACLProps["spark.ui.view.acls"] != "alice,bob" || a.Source != "static" || a.UIURL.String() != drv.srv.URL {
 		t.Errorf("app = %+v", a)
