@@ -149,3 +149,85 @@ func slowSourceCase(t *testing.T, slow time.Duration) {
 	}
 	t.Errorf("X, listed by the master every poll, not published after 4 s (master read %d times; driver asked %d times)", m.calls.Load(), vic.hits.Load())
 }
+
+// TestStaleOfferUpgradesNoPortTaker: the master named X at U; X ends
+// (alice's driver exited, its checks failed) while a poll that read the
+// master before the end is held up by a slower source. Mallory's process
+// takes U and claims X/alice; her own driver log (or a probe) offers U
+// after the end, so X is taken back at U with that weak source (rule 4
+// lets the same address return). Then the held-up poll is handled: its
+// master offer, read before X ended, must not vouch for the process now
+// at U. offer() upgrades the live app's Source to the master's anyway.
+func TestStaleOfferUpgradesNoPortTaker(t *testing.T) {
+	d, now := stepDisc()
+	const x = "app-20260101000000-0001"
+	u, _ := url.Parse("http://10.0.0.5:4040")
+	master := "master:http://m"
+	d.offer(candidate{url: u, source: master, appID: x, seen: *now})
+	verifyDone(d, u, driverInfo{ID: x, User: "alice"})
+	if a := d.apps[x]; a == nil || a.app.State != Running || a.app.Source != master {
+		t.Fatalf("setup: %+v", d.apps[x])
+	}
+	// Round R: the master is read (X still listed) at readAt; the poll is held up.
+	readAt := now.Add(100 * time.Millisecond)
+	*now = readAt.Add(300 * time.Millisecond)
+	// Alice's driver has exited: its liveness checks fail, X ends.
+	d.endApp(x, "driver did not answer")
+	// Mallory's process now listens on U; her driver log names U.
+	*now = now.Add(200 * time.Millisecond)
+	d.offer(candidate{url: u, source: "log:/var/log/mallory/driver.log"})
+	verifyDone(d, u, driverInfo{ID: x, User: "alice"})
+	a := d.apps[x]
+	if a.app.State != Running || a.app.Source != "log:/var/log/mallory/driver.log" {
+		t.Fatalf("setup: want X back at U with the log's source, got %v %q", a.app.State, a.app.Source)
+	}
+	// The held-up poll is handled: the master's list read before X ended.
+	*now = now.Add(200 * time.Millisecond)
+	d.offer(candidate{url: u, source: master, appID: x, seen: readAt})
+	a = d.apps[x]
+	if VouchesForID(a.app.Source) {
+		t.Errorf("port taker at %s published as X with source %q (VouchesForID: alice's executor logs served by mallory's ACLs); the master's offer was read before X ended",
+			u2s(a.app.UIURL), a.app.Source)
+	}
+}
+
+// TestForgedLogLinesDoNotWithdrawApp: alice's app X runs at U, a
+// static entry of the gateway's configuration. Mallory writes, once every
+// 13 intervals, a fresh driver log (any file the log globs match) whose
+// UI line names U and whose app-id line names her own app Z. A log line
+// only has U checked: X stays published (each line withdrew it for 12
+// intervals when a log could evict an app no stronger source found).
+func TestForgedLogLinesDoNotWithdrawApp(t *testing.T) {
+	d, now := stepDisc()
+	const x, z = "app-20260101000000-0001", "app-20260101000000-0099"
+	u, _ := url.Parse("http://10.0.0.5:4040")
+	d.offer(candidate{url: u, source: "static", seen: *now})
+	verifyDone(d, u, driverInfo{ID: x, User: "alice"})
+	if a := d.apps[x]; a == nil || a.app.State != Running {
+		t.Fatalf("setup: %+v", d.apps[x])
+	}
+	up, rounds := 0, 0
+	for r := 0; r < 130; r++ {
+		*now = now.Add(time.Second)
+		if r%13 == 0 {
+			p := "/var/log/spark/mallory-" + string(rune('a'+r/13)) + ".log"
+			d.onLogs([]logCandidates{{path: p, urls: []*url.URL{u}, appHint: z}}, *now, false)
+		}
+		d.offer(candidate{url: u, source: "static", seen: *now})
+		for _, cs := range d.logCands {
+			for _, c := range cs {
+				d.offer(c)
+			}
+		}
+		if tg := d.targets[u.String()]; tg.verifying {
+			verifyDone(d, u, driverInfo{ID: x, User: "alice"})
+		}
+		rounds++
+		if a := d.apps[x]; a != nil && a.app.State == Running {
+			up++
+		}
+	}
+	if up < rounds*9/10 {
+		t.Errorf("alice's static app X was published in %d of %d rounds: withdrawn by mallory's log lines naming its URL", up, rounds)
+	}
+}

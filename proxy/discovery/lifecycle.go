@@ -42,7 +42,13 @@ func (d *Discoverer) offer(c candidate) {
 			case sourceRank(c.source) <= sourceRank(a.app.Source) || c.appID == "" || !sameApp(c.appID, a.app.ID):
 				return
 			case a.key == key:
-				// A stronger source names the app verified here.
+				// A stronger source names the app verified here, if its
+				// read began after the app last verified here ended (as
+				// credit asks): a list read before vouches for nothing
+				// now at the URL.
+				if seen := c.seen; !seen.IsZero() && !seen.After(t.endedAt) {
+					return
+				}
 				a.app.Source = c.source
 				d.dirty = true
 				return

@@ -58,16 +58,10 @@ func (d *Discoverer) onLogs(changes []logCandidates, at time.Time, first bool) {
 		}
 		for _, c := range cs {
 			t := d.targets[c.key()]
-			if a := d.appAt(t); a != nil && c.appID != "" && !sameApp(c.appID, t.appID) && sourceRank(a.app.Source) <= sourceRank(c.source) {
-				// The log's id line names another app than the one
-				// verified at its URL, which no stronger source found
-				// there (anyone's driver log may name any address).
-				d.evictClaim(t.appID, "the driver's log names app "+c.appID)
-				continue
-			}
 			if t != nil && t.appID != "" {
 				// A new UI line for a URL we know: maybe a new driver on a
-				// reused port. The check tells.
+				// reused port. The check tells, whatever id the log names
+				// (anyone's driver log may name any address and any id).
 				d.checkApp(t.appID, false)
 				continue
 			}
@@ -80,12 +74,4 @@ func (d *Discoverer) onLogs(changes []logCandidates, at time.Time, first bool) {
 			}
 		}
 	}
-}
-
-// appAt returns the app verified at t, if any.
-func (d *Discoverer) appAt(t *target) *liveApp {
-	if t == nil || t.appID == "" {
-		return nil
-	}
-	return d.apps[t.appID]
 }
