@@ -231,3 +231,76 @@ func TestForgedLogLinesDoNotWithdrawApp(t *testing.T) {
 		t.Errorf("alice's static app X was published in %d of %d rounds: withdrawn by mallory's log lines naming its URL", up, rounds)
 	}
 }
+
+// listPoll is a polled source that lists what the test says.
+type listPoll struct{ source string }
+
+func (p listPoll) name() string                                    { return p.source }
+func (p listPoll) candidates(context.Context) ([]candidate, error) { return nil, nil }
+
+// TestUnlistedAppEnds: X, named by the master at U, finishes and the
+// master stops listing it; a process that took U before X's liveness
+// check noticed answers every check as X, owner alice. X ends once the
+// master's answered polls have not listed it at U offerHeld times in a row
+// (not while the master does not answer), and comes back when the master
+// lists it there again.
+func TestUnlistedAppEnds(t *testing.T) {
+	d, now := stepDisc()
+	const x = "app-20260101000000-0001"
+	u, _ := url.Parse("http://10.0.0.5:4040")
+	other, _ := url.Parse("http://10.0.0.6:4040")
+	master := "master:http://m"
+	d.polls = []pollSource{listPoll{master}}
+	listing := func(at *url.URL) []candidate { return []candidate{{url: at, source: master, appID: x, seen: *now}} }
+	poll := func(ok bool, cands []candidate) {
+		*now = now.Add(time.Second)
+		d.onPolled([][]candidate{cands}, []bool{ok})
+		if tg := d.targets[u.String()]; tg != nil && tg.verifying {
+			verifyDone(d, u, driverInfo{ID: x, User: "alice"})
+		}
+		a := d.apps[x]
+		if a.app.State == Running {
+			// The process at U answers the liveness check as X/alice.
+			d.onChecked(x, a, apiApp{ID: x, Attempts: []apiAttempt{{SparkUser: "alice"}}}, nil, false)
+		}
+	}
+	running := func() bool { a := d.apps[x]; return a != nil && a.app.State == Running }
+	poll(true, listing(u))
+	if !running() || d.apps[x].app.Source != master {
+		t.Fatalf("setup: %+v", d.apps[x])
+	}
+	for range 10 {
+		poll(true, listing(u))
+	}
+	if !running() {
+		t.Fatal("X ended while the master listed it")
+	}
+	// The master does not answer: nothing is ended on its silence.
+	for range 5 {
+		poll(false, nil)
+	}
+	if !running() {
+		t.Fatal("X ended while the master did not answer")
+	}
+	// The master lists X at another address: not at U.
+	poll(true, listing(other))
+	poll(true, nil)
+	if !running() {
+		t.Fatal("X ended after two polls")
+	}
+	poll(true, nil)
+	if running() {
+		t.Fatalf("X still running at %s, source %q, three answered polls after the master stopped listing it there", u2s(d.apps[x].app.UIURL), d.apps[x].app.Source)
+	}
+	for range 5 {
+		poll(true, nil)
+	}
+	if running() {
+		t.Fatal("X published again while the master does not list it")
+	}
+	// The master lists X at U again (a master that recovered its apps).
+	poll(true, listing(u))
+	if !running() {
+		t.Fatalf("X not published again when the master lists it at U: %+v", d.apps[x])
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"net/url"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -127,6 +128,9 @@ type liveApp struct {
 	envBusy   bool      // an environment read is in flight
 	envKnown  bool      // app.ACLProps and app.ProxyBase come from the environment
 	envFails  int       // environment reads failed in a row
+	// unlisted counts the answered polls in a row of the source that named
+	// the app (a ResourceManager, a master) that no longer list it here.
+	unlisted int
 }
 
 // New builds a Discoverer from a validated configuration. Sources that
@@ -294,6 +298,7 @@ func (d *Discoverer) round() {
 		d.pollBusy = true
 		go func() {
 			res := make([][]candidate, len(d.polls))
+			ok := make([]bool, len(d.polls))
 			var wg sync.WaitGroup
 			for i, s := range d.polls {
 				wg.Add(1)
@@ -308,11 +313,11 @@ func (d *Discoverer) round() {
 						cands[j].seen = seen
 					}
 					d.noteHealth("discovery source", s.name(), err)
-					res[i] = cands
+					res[i], ok[i] = cands, err == nil
 				}()
 			}
 			wg.Wait()
-			d.send(ctx, func() { d.onPolled(res) })
+			d.send(ctx, func() { d.onPolled(res, ok) })
 		}()
 	}
 	if !d.histBusy {
@@ -399,6 +404,32 @@ func checkPeriod(running int, interval time.Duration) time.Duration {
 	return time.Duration(max(1, (running+checksPerRound-1)/checksPerRound)) * interval
 }
 
+// endUnlisted ends the running apps that source, one that gives ids
+// (bindsIDs), named and that its last offerHeld answered polls, the last
+// of which found cands, have not listed at their addresses: the app has
+// finished, whatever answers at its address now (a process that took the
+// port as the driver exited may answer with its id and owner, and the
+// liveness check would keep it running under the source's name). A source
+// that does not answer in full ends nothing.
+func (d *Discoverer) endUnlisted(source string, cands []candidate) {
+	named := make(map[string][]string, len(cands)) // target key -> ids named there
+	for _, c := range cands {
+		named[c.key()] = append(named[c.key()], c.appID)
+	}
+	for id, a := range d.apps {
+		if a.app.State != Running || a.app.Source != source {
+			continue
+		}
+		if slices.ContainsFunc(named[a.key], func(n string) bool { return sameApp(n, id) }) {
+			a.unlisted = 0
+			continue
+		}
+		if a.unlisted++; a.unlisted >= offerHeld {
+			d.endApp(id, source+" no longer lists it at its address")
+		}
+	}
+}
+
 // expire forgets the ended apps that no History Server knows once their
 // retention has passed.
 func (d *Discoverer) expire() {
@@ -412,13 +443,20 @@ func (d *Discoverer) expire() {
 	}
 }
 
-func (d *Discoverer) onPolled(res [][]candidate) {
+// onPolled handles a round's polls: res[i] is what d.polls[i] found, and
+// ok[i] says whether it answered in full.
+func (d *Discoverer) onPolled(res [][]candidate, ok []bool) {
 	d.pollBusy = false
 	d.pollsDone = true
 	now := d.now()
 	for _, cs := range res {
 		for _, c := range cs {
 			d.offer(c)
+		}
+	}
+	for i, s := range d.polls {
+		if i < len(ok) && ok[i] && bindsIDs(s.name()) {
+			d.endUnlisted(s.name(), res[i])
 		}
 	}
 	idle := time.Duration(targetIdle) * d.cfg.Interval
