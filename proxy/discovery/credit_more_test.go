@@ -304,3 +304,33 @@ func TestUnlistedAppEnds(t *testing.T) {
 		t.Fatalf("X not published again when the master lists it at U: %+v", d.apps[x])
 	}
 }
+
+// TestGonePodStaleOfferCreditsNothing: Alice's driver pod finishes (the
+// watch says it is gone) while a poll of the Kubernetes source that read
+// it before is held up; its pod IP is reused at once, and what answers
+// there claims X, owner alice. The held-up offer, read before X ended,
+// vouches for nothing: X is not published again with the pod's source
+// (which would serve Alice's pods' logs by what answers there).
+func TestGonePodStaleOfferCreditsNothing(t *testing.T) {
+	d, now := stepDisc()
+	kc := revKubeCand()
+	kc.seen = *now
+	d.offer(kc)
+	verifyDone(d, kc.url, driverInfo{ID: revX, User: "alice"})
+	readAt := now.Add(100 * time.Millisecond)
+	*now = readAt.Add(200 * time.Millisecond)
+	d.onPushed(pushed{c: kc, gone: true, reason: "driver pod team-a/x-driver is Succeeded"})
+	if d.apps[revX].app.State != Ended {
+		t.Fatalf("setup: X not ended")
+	}
+	*now = now.Add(200 * time.Millisecond)
+	stale := kc
+	stale.seen = readAt
+	d.offer(stale)
+	if tg := d.targets[kc.url.String()]; tg != nil && tg.verifying {
+		verifyDone(d, kc.url, driverInfo{ID: revX, User: "alice"})
+	}
+	if a := d.apps[revX]; a.app.State == Running {
+		t.Errorf("X published again at the gone pod's address from an offer read before it ended, source %q", a.app.Source)
+	}
+}

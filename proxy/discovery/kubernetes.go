@@ -536,7 +536,11 @@ func (d *Discoverer) onPushed(p pushed) {
 			return
 		}
 		if t.appID != "" {
+			// The target stays (until it idles out) to remember when its
+			// app ended: an offer read before then, held up in a poll,
+			// vouches for nothing at the pod's address (target.credit).
 			d.endApp(t.appID, p.reason)
+			return
 		}
 		if !t.verifying {
 			delete(d.targets, key)
