@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"net/url"
 	"slices"
@@ -313,7 +314,7 @@ func (d *Discoverer) round() {
 						cands[j].seen = seen
 					}
 					d.noteHealth("discovery source", s.name(), err)
-					res[i], ok[i] = cands, err == nil
+					res[i], ok[i] = cands, answered(err)
 				}()
 			}
 			wg.Wait()
@@ -411,11 +412,7 @@ func checkPeriod(running int, interval time.Duration) time.Duration {
 // port as the driver exited may answer with its id and owner, and the
 // liveness check would keep it running under the source's name). A source
 // that does not answer in full ends nothing.
-func (d *Discoverer) endUnlisted(source string, cands []candidate) {
-	named := make(map[string][]string, len(cands)) // target key -> ids named there
-	for _, c := range cands {
-		named[c.key()] = append(named[c.key()], c.appID)
-	}
+func (d *Discoverer) endUnlisted(source string, named map[string][]string) {
 	for id, a := range d.apps {
 		if a.app.State != Running || a.app.Source != source {
 			continue
@@ -443,6 +440,13 @@ func (d *Discoverer) expire() {
 	}
 }
 
+// answered reports whether a poll source's read listed all it named
+// before: no error, or a partial list (partialListError).
+func answered(err error) bool {
+	var partial partialListError
+	return err == nil || errors.As(err, &partial)
+}
+
 // onPolled handles a round's polls: res[i] is what d.polls[i] found, and
 // ok[i] says whether it answered in full.
 func (d *Discoverer) onPolled(res [][]candidate, ok []bool) {
@@ -454,9 +458,20 @@ func (d *Discoverer) onPolled(res [][]candidate, ok []bool) {
 			d.offer(c)
 		}
 	}
+	// What any source that gives ids lists this round, answered in full
+	// or not: an app another master of an HA pair lists at its address
+	// still runs there.
+	named := map[string][]string{} // target key -> ids named there
+	for i, s := range d.polls {
+		if i < len(res) && bindsIDs(s.name()) {
+			for _, c := range res[i] {
+				named[c.key()] = append(named[c.key()], c.appID)
+			}
+		}
+	}
 	for i, s := range d.polls {
 		if i < len(ok) && ok[i] && bindsIDs(s.name()) {
-			d.endUnlisted(s.name(), res[i])
+			d.endUnlisted(s.name(), named)
 		}
 	}
 	idle := time.Duration(targetIdle) * d.cfg.Interval

@@ -59,11 +59,17 @@ func (d *Discoverer) onLogs(changes []logCandidates, at time.Time, first bool) {
 		for _, c := range cs {
 			t := d.targets[c.key()]
 			if t != nil && t.appID != "" {
-				// A new UI line for a URL we know: maybe a new driver on a
-				// reused port. The check tells, whatever id the log names
-				// (anyone's driver log may name any address and any id).
-				d.checkApp(t.appID, false)
-				continue
+				if a := d.apps[t.appID]; a == nil || a.key == c.key() {
+					// A new UI line for a URL we know: maybe a new driver on a
+					// reused port. The check tells, whatever id the log names
+					// (anyone's driver log may name any address and any id).
+					d.checkApp(t.appID, false)
+					continue
+				}
+				// A second address of the app (checkApp asks only its
+				// own): verify what answers here again, which never ends
+				// the app.
+				t.appID = ""
 			}
 			if t != nil {
 				t.retryAt = time.Time{} // fresh evidence beats backoff

@@ -68,8 +68,20 @@ func (m *masterSource) candidates(ctx context.Context) ([]candidate, error) {
 			delete(m.uis, id)
 		}
 	}
-	return out, firstErr
+	if firstErr != nil {
+		// Only apps never resolved are missing: an app found before has
+		// its UI cached (m.uis) while the master lists it.
+		return out, partialListError{firstErr}
+	}
+	return out, nil
 }
+
+// partialListError is a source's answer that lists every app it named
+// before, missing only some it never could (an app page with no UI link):
+// enough to tell which of those it no longer lists (endUnlisted).
+type partialListError struct{ error }
+
+func (e partialListError) Unwrap() error { return e.error }
 
 // appUI fetches the master's app page and returns the UI link.
 func (m *masterSource) appUI(ctx context.Context, id string) (*url.URL, error) {

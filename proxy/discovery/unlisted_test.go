@@ -1,0 +1,185 @@
+package discovery
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeMaster is a standalone master whose active apps the test sets:
+// each id maps to its Application Detail UI link ("" for none: an app run
+// with spark.ui.enabled=false).
+type fakeMaster struct {
+	mu   sync.Mutex
+	apps map[string]string
+}
+
+func (m *fakeMaster) set(apps map[string]string) { m.mu.Lock(); m.apps = apps; m.mu.Unlock() }
+
+func (m *fakeMaster) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch r.URL.Path {
+	case "/json/":
+		var ids []string
+		for id := range m.apps {
+			ids = append(ids, fmt.Sprintf(`{"id":%q,"state":"RUNNING"}`, id))
+		}
+		fmt.Fprintf(w, `{"activeapps":[%s],"status":"ALIVE"}`, strings.Join(ids, ","))
+	case "/app/":
+		link, ok := m.apps[r.URL.Query().Get("appId")]
+		if !ok {
+			http.Error(w, "No running application with ID", 404)
+			return
+		}
+		if link == "" {
+			fmt.Fprint(w, `<html><body><ul><li><strong>ID:</strong> x</li></ul></body></html>`)
+			return
+		}
+		fmt.Fprintf(w, `<li><strong><a href=%q>Application Detail UI</a></strong></li>`, link)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// TestUILessAppDoesNotKeepPortTakerLive: alice's X, named by the master at
+// U, finishes; a process that took U answers every liveness check as
+// X/alice. Meanwhile anyone runs an app W on the same master with
+// spark.ui.enabled=false: its app page has no Application Detail UI link,
+// so every master poll is partial. A partial list still names every app
+// found before (their links are cached), so X ends all the same.
+func TestUILessAppDoesNotKeepPortTakerLive(t *testing.T) {
+	const x, w = "app-20260101000000-0001", "app-20260101000000-0002"
+	const u = "http://10.0.0.5:4040"
+	fm := &fakeMaster{}
+	fm.set(map[string]string{x: u})
+	srv := httptest.NewServer(fm)
+	defer srv.Close()
+	m := newMasterSource(mustURL(t, srv.URL), newClient(nil))
+
+	d, now := stepDisc()
+	d.polls = []pollSource{m}
+	poll := func() {
+		*now = now.Add(time.Second)
+		cands, err := m.candidates(context.Background())
+		for j := range cands {
+			cands[j].seen = *now
+		}
+		d.onPolled([][]candidate{cands}, []bool{answered(err)})
+		if tg := d.targets[u]; tg != nil && tg.verifying {
+			verifyDone(d, mustURL(t, u), driverInfo{ID: x, User: "alice"})
+		}
+		if a := d.apps[x]; a != nil && a.app.State == Running {
+			// The process at U answers the liveness check as X/alice.
+			d.onChecked(x, a, apiApp{ID: x, Attempts: []apiAttempt{{SparkUser: "alice"}}}, nil, false)
+		}
+	}
+	poll()
+	if a := d.apps[x]; a == nil || a.app.State != Running || !bindsIDs(a.app.Source) {
+		t.Fatalf("setup: %+v", d.apps[x])
+	}
+	// X finishes; W (no UI) runs on the master.
+	fm.set(map[string]string{w: ""})
+	if _, err := m.candidates(context.Background()); err == nil {
+		t.Fatal("setup: want the master's partial answer to err")
+	}
+	for range 10 {
+		poll()
+	}
+	if a := d.apps[x]; a.app.State == Running {
+		t.Errorf("X still live at %s under %q ten polls after the master stopped listing it: a UI-less app on the master made every poll partial", u2s(a.app.UIURL), a.app.Source)
+	}
+}
+
+// TestMasterFailoverKeepsApp: two masters of an HA pair are
+// configured. X is named at U by m1 (active); m1 fails, m2 takes over and
+// lists X at U (equal rank: the Source stays m1); m1 comes back as standby
+// and answers with no active apps. X is not ended: m2 lists it at U (an
+// end would republish it with its ACLs unread).
+func TestMasterFailoverKeepsApp(t *testing.T) {
+	d, now := stepDisc()
+	const x = "app-20260101000000-0001"
+	u, _ := url.Parse("http://10.0.0.5:4040")
+	m1, m2 := "master:http://m1:8080", "master:http://m2:8080"
+	d.polls = []pollSource{listPoll{m1}, listPoll{m2}}
+	at := func() []candidate { return []candidate{{url: u, source: m1, appID: x, seen: *now}} }
+	at2 := func() []candidate { return []candidate{{url: u, source: m2, appID: x, seen: *now}} }
+	ended := false
+	poll := func(r1 []candidate, ok1 bool, r2 []candidate) {
+		*now = now.Add(time.Second)
+		d.onPolled([][]candidate{r1, r2}, []bool{ok1, true})
+		if a := d.apps[x]; a != nil && a.app.State == Ended {
+			ended = true
+		}
+		if tg := d.targets[u.String()]; tg != nil && tg.verifying {
+			verifyDone(d, u, driverInfo{ID: x, User: "alice"})
+		}
+		if a := d.apps[x]; a != nil && a.app.State == Running {
+			d.onChecked(x, a, apiApp{ID: x, Attempts: []apiAttempt{{SparkUser: "alice"}}}, nil, false)
+		}
+	}
+	poll(at(), true, nil) // m1 active, m2 standby
+	if a := d.apps[x]; a == nil || a.app.Source != m1 {
+		t.Fatalf("setup: %+v", d.apps[x])
+	}
+	first := d.apps[x]
+	for range 3 {
+		poll(nil, false, at2()) // m1 down, m2 active
+	}
+	for range 5 {
+		poll(nil, true, at2()) // m1 back as standby: lists nothing
+	}
+	if ended || d.apps[x] != first {
+		t.Errorf("X, listed by the active master m2 at U throughout, was ended (same liveApp after: %v, source now %q)", d.apps[x] == first, d.apps[x].app.Source)
+	}
+}
+
+// TestNewDriverAtSecondAddressFound: alice's X runs at A (static); a
+// process at B answered as X/alice, so B was taken for X's second address
+// (t.appID = X). That process exits and bob's driver Y binds B; its log
+// names Y at B. The log line has B verified again (checking X at A would
+// not look at B): Y is found, and X stays.
+func TestNewDriverAtSecondAddressFound(t *testing.T) {
+	d, now := stepDisc()
+	const x, y = "app-20260101000000-0001", "app-20260101000000-0002"
+	a, _ := url.Parse("http://10.0.0.5:4040")
+	b, _ := url.Parse("http://10.0.0.5:4041")
+	d.offer(candidate{url: a, source: "static", seen: *now})
+	verifyDone(d, a, driverInfo{ID: x, User: "alice"})
+	d.offer(candidate{url: b, source: "probe", seen: *now})
+	verifyDone(d, b, driverInfo{ID: x, User: "alice"})
+	if tb := d.targets[b.String()]; tb.appID != x || d.apps[x].key != a.String() {
+		t.Fatalf("setup: B not X's second address")
+	}
+	// Y now at B; its log names it there.
+	for r := 0; r < 30; r++ {
+		*now = now.Add(time.Second)
+		if r == 0 {
+			d.onLogs([]logCandidates{{path: "/var/log/bob/driver.log", urls: []*url.URL{b}, appHint: y}}, *now, false)
+		}
+		for _, cs := range d.logCands {
+			for _, c := range cs {
+				d.offer(c)
+			}
+		}
+		d.offer(candidate{url: b, source: "kubernetes", appID: y, seen: *now})
+		if tg := d.targets[b.String()]; tg.verifying {
+			verifyDone(d, b, driverInfo{ID: y, User: "bob"})
+		}
+		if ax := d.apps[x]; ax != nil && ax.checking {
+			d.onChecked(x, ax, apiApp{ID: x, Attempts: []apiAttempt{{SparkUser: "alice"}}}, nil, false)
+		}
+	}
+	if ay := d.apps[y]; ay == nil || ay.app.State != Running {
+		t.Errorf("bob's Y, named at B by its log and its pod for 30 intervals, never verified: B is still held as X's second address (t.appID=%q)", d.targets[b.String()].appID)
+	}
+	if ax := d.apps[x]; ax == nil || ax.app.State != Running {
+		t.Errorf("X withdrawn")
+	}
+}
