@@ -132,6 +132,8 @@ type liveApp struct {
 	// unlisted counts the answered polls in a row of the source that named
 	// the app (a ResourceManager, a master) that no longer list it here.
 	unlisted int
+	// unlistedEnd: the app ended as that source stopped listing it.
+	unlistedEnd bool
 }
 
 // New builds a Discoverer from a validated configuration. Sources that
@@ -422,6 +424,7 @@ func (d *Discoverer) endUnlisted(source string, named map[string][]string) {
 			continue
 		}
 		if a.unlisted++; a.unlisted >= offerHeld {
+			a.unlistedEnd = true
 			d.endApp(id, source+" no longer lists it at its address")
 		}
 	}
@@ -458,20 +461,29 @@ func (d *Discoverer) onPolled(res [][]candidate, ok []bool) {
 			d.offer(c)
 		}
 	}
-	// What any source that gives ids lists this round, answered in full
-	// or not: an app another master of an HA pair lists at its address
-	// still runs there.
+	// What the sources that give ids list this round, answered in full or
+	// not: an app another master of an HA pair lists at its address still
+	// runs there. While any of them is silent (it may be the active master
+	// whose standby answers with nothing), no app is counted unlisted.
 	named := map[string][]string{} // target key -> ids named there
-	for i, s := range d.polls {
-		if i < len(res) && bindsIDs(s.name()) {
-			for _, c := range res[i] {
-				named[c.key()] = append(named[c.key()], c.appID)
-			}
+	allAnswered := true
+	for i, full := range ok {
+		if i >= len(res) || i >= len(d.polls) {
+			break
 		}
+		if !bindsIDs(d.polls[i].name()) {
+			continue
+		}
+		for _, c := range res[i] {
+			named[c.key()] = append(named[c.key()], c.appID)
+		}
+		allAnswered = allAnswered && full
 	}
-	for i, s := range d.polls {
-		if i < len(ok) && ok[i] && bindsIDs(s.name()) {
-			d.endUnlisted(s.name(), named)
+	if allAnswered {
+		for _, s := range d.polls {
+			if bindsIDs(s.name()) {
+				d.endUnlisted(s.name(), named)
+			}
 		}
 	}
 	idle := time.Duration(targetIdle) * d.cfg.Interval

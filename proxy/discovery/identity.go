@@ -27,7 +27,9 @@ import (
 //     its address replaces one such a weaker source found first, and once
 //     it has named an app, no weaker source's address may take the id over
 //     after the app ends (while the ended app is remembered,
-//     ended_retention).
+//     ended_retention). Once no such source lists an app it named
+//     (endUnlisted), the app has finished: only such a source naming it
+//     again brings it back, whatever answers at its address.
 //  4. Otherwise the first verified owner keeps the id: a second address
 //     answering for it with another owner is refused, and once the app has
 //     ended no other address takes its id (while it is remembered), whatever
@@ -59,6 +61,11 @@ func (d *Discoverer) claimConflict(t *target, info driverInfo) string {
 	old := d.apps[info.ID]
 	if old == nil {
 		return ""
+	}
+	if old.unlistedEnd && !strong && old.app.State != Running {
+		// The source that named the app stopped listing it at its
+		// address: what answers there now is not it, whoever found it.
+		return fmt.Sprintf("%s no longer lists the app at %s", old.app.Source, u2s(old.app.UIURL))
 	}
 	if old.key != t.c.key() {
 		switch oldStrong := bindsIDs(old.app.Source); {

@@ -535,6 +535,9 @@ func (d *Discoverer) onPushed(p pushed) {
 		if t == nil {
 			return
 		}
+		if a := d.apps[t.appID]; a != nil && sourceKind(a.app.Source) == "kubernetes" && a.app.Source != p.c.source {
+			return // another pod's app, at the IP this one had
+		}
 		if t.appID != "" {
 			// The target stays (until it idles out) to remember when its
 			// app ended: an offer read before then, held up in a poll,
@@ -542,7 +545,9 @@ func (d *Discoverer) onPushed(p pushed) {
 			d.endApp(t.appID, p.reason)
 			return
 		}
-		if !t.verifying {
+		if !t.verifying && t.endedAt.IsZero() {
+			// A target where an app ended stays too (a pod's delete
+			// follows its Succeeded or being-deleted update).
 			delete(d.targets, key)
 		}
 		return
