@@ -15,7 +15,8 @@ import (
 
 const (
 	suspectQueue  = 64
-	targetIdle    = 3 // intervals a target may go unreported before it is forgotten
+	targetIdle    = 3  // intervals a target may go unreported before it is forgotten
+	silentHold    = 10 // intervals a silent source that binds ids holds back endUnlisted
 	backoffMax    = 5 * time.Minute
 	envRetryFirst = 250 * time.Millisecond // first wait before reading an environment again
 	envRetryMax   = 30 * time.Second       // longest wait between environment reads
@@ -70,6 +71,7 @@ type Discoverer struct {
 	histByID    map[string][]*historyApp // into histApps, by app id
 	aclBusy     map[string]bool          // "server/app id" whose history ACLs are being read for a request
 	logCands    map[string][]candidate   // by log path
+	lastAnswer  map[string]time.Time     // when each poll source last answered in full
 	pollBusy    bool
 	histBusy    bool
 	pollsDone   bool
@@ -477,7 +479,20 @@ func (d *Discoverer) onPolled(res [][]candidate, ok []bool) {
 		for _, c := range res[i] {
 			named[c.key()] = append(named[c.key()], c.appID)
 		}
-		allAnswered = allAnswered && full
+		name := d.polls[i].name()
+		if full {
+			if d.lastAnswer == nil {
+				d.lastAnswer = map[string]time.Time{}
+			}
+			d.lastAnswer[name] = now
+			continue
+		}
+		// A source silent longer than silentHold (or since the start) is
+		// down, not the active master of a pair between two answers: it
+		// holds back no ends.
+		if at, seen := d.lastAnswer[name]; seen && now.Sub(at) <= silentHold*d.cfg.Interval {
+			allAnswered = false
+		}
 	}
 	if allAnswered {
 		for _, s := range d.polls {

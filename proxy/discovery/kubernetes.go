@@ -535,8 +535,14 @@ func (d *Discoverer) onPushed(p pushed) {
 		if t == nil {
 			return
 		}
-		if a := d.apps[t.appID]; a != nil && sourceKind(a.app.Source) == "kubernetes" && a.app.Source != p.c.source {
-			return // another pod's app, at the IP this one had
+		if a := d.apps[t.appID]; a != nil && (a.key != key || a.app.Source != p.c.source) {
+			// Not this pod's app: another driver this address was taken
+			// for (a second address), or another pod's or source's app at
+			// the IP this one had. Its own source or liveness check ends it.
+			if a.key != key {
+				t.appID = ""
+			}
+			return
 		}
 		if t.appID != "" {
 			// The target stays (until it idles out) to remember when its

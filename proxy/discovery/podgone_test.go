@@ -1,0 +1,120 @@
+package discovery
+
+import (
+	"net/url"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// TestPodGoneEndsNoMasterApp: alice's X, named by the master at
+// U, runs. Mallory (owning watched namespace team-m) runs a pod labelled
+// as a driver whose process answers as X/alice: it is taken quietly as a
+// second address of X (t.appID = X at her pod's key). She deletes the pod:
+// X, not her pod's app, is not ended (its own source and liveness check
+// end it).
+func TestPodGoneEndsNoMasterApp(t *testing.T) {
+	d, now := stepDisc()
+	const x = "app-20260101000000-0001"
+	u, _ := url.Parse("http://10.0.0.5:4040")
+	master := "master:http://m"
+	d.offer(candidate{url: u, source: master, appID: x, seen: *now})
+	verifyDone(d, u, driverInfo{ID: x, User: "alice"})
+	if a := d.apps[x]; a == nil || a.app.State != Running || a.app.Source != master {
+		t.Fatalf("setup: %+v", d.apps[x])
+	}
+	*now = now.Add(time.Second)
+	mc, _ := podURL(driverPod("team-m", "m-driver", "", 4040, corev1.PodRunning, "10.244.7.7"))
+	d.onPushed(pushed{c: mc})
+	verifyDone(d, mc.url, driverInfo{ID: x, User: "alice"})
+	if tg := d.targets[mc.key()]; tg == nil || tg.appID != x {
+		t.Fatalf("setup: mallory's pod not a second address of X: %+v", tg)
+	}
+	*now = now.Add(time.Second)
+	d.onPushed(pushed{c: mc, gone: true, reason: "driver pod team-m/m-driver deleted"})
+	if a := d.apps[x]; a.app.State != Running {
+		t.Errorf("alice's master-named X, whose driver runs at %s, ended by the delete of mallory's pod %s", u, mc.url)
+	}
+}
+
+// TestPodGoneEndsNoOtherKubeApp: the same for a Kubernetes app of
+// Alice's whose pod is in team-a.
+func TestPodGoneEndsNoOtherKubeApp(t *testing.T) {
+	d, now := stepDisc()
+	kc := revKubeCand()
+	d.offer(kc)
+	verifyDone(d, kc.url, driverInfo{ID: revX, User: "alice"})
+	*now = now.Add(time.Second)
+	mc, _ := podURL(driverPod("team-m", "m-driver", "", 4040, corev1.PodRunning, "10.244.7.7"))
+	d.onPushed(pushed{c: mc})
+	verifyDone(d, mc.url, driverInfo{ID: revX, User: "alice"})
+	if tg := d.targets[mc.key()]; tg == nil || tg.appID != revX {
+		t.Fatalf("setup: %+v", tg)
+	}
+	*now = now.Add(time.Second)
+	d.onPushed(pushed{c: mc, gone: true, reason: "driver pod team-m/m-driver deleted"})
+	if a := d.apps[revX]; a.app.State != Running {
+		t.Errorf("X ended")
+	}
+}
+
+// TestOldPodDeleteKeepsLogFoundApp: TestOldPodDeleteKeepsNewApp with
+// alice's driver pod in a namespace the gateway does not watch, so her Y
+// is found by her driver log (or a probe), not the Kubernetes source.
+// Mallory's kept Succeeded pod M had the IP; she deletes M and its delete
+// event does not end Y, which is not M's app.
+func TestOldPodDeleteKeepsLogFoundApp(t *testing.T) {
+	d, now := stepDisc()
+	const y = "spark-ffff456789abcdef0123456789abcdef"
+	mc, _ := podURL(driverPod("team-m", "m-driver", "spark-mmmm", 4040, corev1.PodRunning, "10.244.0.9"))
+	d.offer(mc)
+	verifyDone(d, mc.url, driverInfo{ID: "spark-mmmm", User: "mallory"})
+	*now = now.Add(time.Second)
+	d.onPushed(pushed{c: mc, gone: true, reason: "driver pod team-m/m-driver is Succeeded"})
+	*now = now.Add(time.Second)
+	d.offer(candidate{url: mc.url, source: "log:/var/log/alice/driver.log", appID: y, seen: *now})
+	verifyDone(d, mc.url, driverInfo{ID: y, User: "alice"})
+	if a := d.apps[y]; a == nil || a.app.State != Running {
+		t.Fatalf("setup: %+v", d.apps[y])
+	}
+	*now = now.Add(time.Second)
+	d.onPushed(pushed{c: mc, gone: true, reason: "driver pod team-m/m-driver deleted"})
+	if a := d.apps[y]; a.app.State != Running {
+		t.Errorf("alice's log-found Y ended by the delete of mallory's old pod at the same IP")
+	}
+}
+
+// TestDeadMasterHoldsNoEnds: a configured master m1 that never answers
+// (decommissioned, a wrong URL) holds back no ends: X, named by m2 at U,
+// finishes and m2 stops listing it; a process that took U answers every
+// liveness check as X/alice; X ends all the same. (A master silent for
+// less than silentHold intervals after answering holds them back: it may
+// be the active one of an HA pair, TestActiveMasterBlipKeepsApp.)
+func TestDeadMasterHoldsNoEnds(t *testing.T) {
+	d, now := stepDisc()
+	const x = "app-20260101000000-0001"
+	u, _ := url.Parse("http://10.0.0.5:4040")
+	m1, m2 := "master:http://m1:8080", "master:http://m2:8080"
+	d.polls = []pollSource{listPoll{m1}, listPoll{m2}}
+	poll := func(r2 []candidate) {
+		*now = now.Add(time.Second)
+		d.onPolled([][]candidate{nil, r2}, []bool{false, true})
+		if tg := d.targets[u.String()]; tg != nil && tg.verifying {
+			verifyDone(d, u, driverInfo{ID: x, User: "alice"})
+		}
+		if a := d.apps[x]; a != nil && a.app.State == Running {
+			d.onChecked(x, a, apiApp{ID: x, Attempts: []apiAttempt{{SparkUser: "alice"}}}, nil, false)
+		}
+	}
+	poll([]candidate{{url: u, source: m2, appID: x, seen: now.Add(time.Second)}})
+	if a := d.apps[x]; a == nil || a.app.Source != m2 {
+		t.Fatalf("setup: %+v", d.apps[x])
+	}
+	for range 20 {
+		poll(nil) // m2 answers and no longer lists X
+	}
+	if a := d.apps[x]; a.app.State == Running {
+		t.Errorf("X live under %q 20 rounds after the master that named it stopped listing it (m1 never answers)", a.app.Source)
+	}
+}
