@@ -14,9 +14,13 @@ import (
 )
 
 const (
-	suspectQueue  = 64
-	targetIdle    = 3  // intervals a target may go unreported before it is forgotten
-	silentHold    = 10 // intervals a silent source that binds ids holds back endUnlisted
+	suspectQueue = 64
+	targetIdle   = 3  // intervals a target may go unreported before it is forgotten
+	silentHold   = 10 // intervals a silent source that binds ids holds back endUnlisted
+	// failoverHold is the least time such a source holds them back: a
+	// ZooKeeper failover of standalone masters takes a minute or two,
+	// whatever the interval.
+	failoverHold  = 3 * time.Minute
 	backoffMax    = 5 * time.Minute
 	envRetryFirst = 250 * time.Millisecond // first wait before reading an environment again
 	envRetryMax   = 30 * time.Second       // longest wait between environment reads
@@ -490,7 +494,7 @@ func (d *Discoverer) onPolled(res [][]candidate, ok []bool) {
 		// A source silent longer than silentHold (or since the start) is
 		// down, not the active master of a pair between two answers: it
 		// holds back no ends.
-		if at, seen := d.lastAnswer[name]; seen && now.Sub(at) <= silentHold*d.cfg.Interval {
+		if at, seen := d.lastAnswer[name]; seen && now.Sub(at) <= max(silentHold*d.cfg.Interval, failoverHold) {
 			allAnswered = false
 		}
 	}

@@ -537,11 +537,14 @@ func (d *Discoverer) onPushed(p pushed) {
 		}
 		if a := d.apps[t.appID]; a != nil && (a.key != key || a.app.Source != p.c.source) {
 			// Not this pod's app: another driver this address was taken
-			// for (a second address), or another pod's or source's app at
-			// the IP this one had. Its own source or liveness check ends it.
+			// for (a second address: a driver found first by the service
+			// name its log gives), or another pod's or source's app at the
+			// IP this one had. Its liveness check, now, ends it if its
+			// driver was this pod (on the first refused connection).
 			if a.key != key {
 				t.appID = ""
 			}
+			d.checkApp(a.app.ID, true)
 			return
 		}
 		if t.appID != "" {

@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"errors"
 	"net/url"
 	"testing"
 	"time"
@@ -89,8 +90,9 @@ func TestOldPodDeleteKeepsLogFoundApp(t *testing.T) {
 // (decommissioned, a wrong URL) holds back no ends: X, named by m2 at U,
 // finishes and m2 stops listing it; a process that took U answers every
 // liveness check as X/alice; X ends all the same. (A master silent for
-// less than silentHold intervals after answering holds them back: it may
-// be the active one of an HA pair, TestActiveMasterBlipKeepsApp.)
+// less than the hold after answering, silentHold intervals and three
+// minutes at least, holds them back: it may be the active one of an HA
+// pair, TestActiveMasterBlipKeepsApp, TestLongMasterFailoverKeepsApp.)
 func TestDeadMasterHoldsNoEnds(t *testing.T) {
 	d, now := stepDisc()
 	const x = "app-20260101000000-0001"
@@ -116,5 +118,107 @@ func TestDeadMasterHoldsNoEnds(t *testing.T) {
 	}
 	if a := d.apps[x]; a.app.State == Running {
 		t.Errorf("X live under %q 20 rounds after the master that named it stopped listing it (m1 never answers)", a.app.Source)
+	}
+}
+
+// TestLogFoundKubeDriverCheckedWhenPodGoes: Alice's Spark-on-Kubernetes
+// driver logs its UI line with spark.driver.host, the driver service's
+// name, and the log is read before the pod's UI answers: X is found first
+// at the service URL (pinned to the pod's ip:port), and the pod's own URL
+// is taken as a second address. When the pod goes, X is not its pod's app
+// there, so the gone event does not end it, but has it checked at once:
+// the first refused connection ends it.
+func TestLogFoundKubeDriverCheckedWhenPodGoes(t *testing.T) {
+	d, now := stepDisc()
+	svc, _ := url.Parse("http://x-driver-svc.team-a.svc:4040")
+	d.onLogs([]logCandidates{{path: "/var/log/pods/team-a_x-driver/spark-kubernetes-driver/0.log", urls: []*url.URL{svc}, appHint: revX}}, *now, false)
+	verifyDone(d, svc, driverInfo{ID: revX, User: "alice", addr: "10.244.0.9:4040"})
+	if a := d.apps[revX]; a == nil || a.app.State != Running || a.key != svc.String() {
+		t.Fatalf("setup: %+v", d.apps[revX])
+	}
+	*now = now.Add(time.Second)
+	kc := revKubeCand() // team-a/x-driver at 10.244.0.9:4040
+	d.onPushed(pushed{c: kc})
+	verifyDone(d, kc.url, driverInfo{ID: revX, User: "alice", addr: "10.244.0.9:4040"})
+	if tg := d.targets[kc.key()]; tg == nil || tg.appID != revX {
+		t.Fatalf("setup: pod URL not a second address of X: %+v", tg)
+	}
+	*now = now.Add(time.Second)
+	d.onPushed(pushed{c: kc, gone: true, reason: "driver pod team-a/x-driver deleted"})
+	a := d.apps[revX]
+	if !a.checking {
+		t.Fatalf("X not checked when the pod at its pinned address went (state %v)", a.app.State)
+	}
+	if tg := d.targets[kc.key()]; tg != nil && tg.appID != "" {
+		t.Errorf("the gone pod's address still taken for X")
+	}
+	d.onChecked(revX, a, apiApp{}, &unreachableError{refused: true, err: errors.New("connection refused")}, true)
+	if a.app.State != Ended {
+		t.Errorf("X %v after the check of its gone pod's address was refused", a.app.State)
+	}
+}
+
+// TestLongMasterFailoverKeepsApp: an HA pair with ZooKeeper. m1,
+// the active master, names X at U and dies; m2, the standby, answers with
+// no apps until it has recovered the state (Spark's docs: the whole
+// recovery takes 1-2 minutes, longer than silentHold intervals at the
+// default 5 s). X runs throughout and is not ended; m2 lists it once
+// active.
+func TestLongMasterFailoverKeepsApp(t *testing.T) {
+	d, now := stepDisc()
+	const x = "app-20260101000000-0001"
+	u, _ := url.Parse("http://10.0.0.5:4040")
+	m1, m2 := "master:http://m1:8080", "master:http://m2:8080"
+	d.polls = []pollSource{listPoll{m1}, listPoll{m2}}
+	at := func(m string) []candidate {
+		return []candidate{{url: u, source: m, appID: x, seen: now.Add(time.Second)}}
+	}
+	endedAt := -1
+	round := 0
+	poll := func(r1 []candidate, ok1 bool, r2 []candidate, ok2 bool) {
+		round++
+		*now = now.Add(time.Second)
+		d.onPolled([][]candidate{r1, r2}, []bool{ok1, ok2})
+		if a := d.apps[x]; a != nil && a.app.State == Ended && endedAt < 0 {
+			endedAt = round
+		}
+		if tg := d.targets[u.String()]; tg != nil && tg.verifying {
+			verifyDone(d, u, driverInfo{ID: x, User: "alice"})
+		}
+		if a := d.apps[x]; a != nil && a.app.State == Running {
+			d.onChecked(x, a, apiApp{ID: x, Attempts: []apiAttempt{{SparkUser: "alice"}}}, nil, false)
+		}
+	}
+	poll(at(m1), true, nil, true) // m1 active, m2 standby
+	for range 14 {                // 14 intervals (70 s at 5 s) of failover
+		poll(nil, false, nil, true)
+	}
+	poll(nil, false, at(m2), true) // m2 active, lists X at U
+	if endedAt >= 0 {
+		t.Errorf("running X ended at round %d of a master failover (m1 silent, standby m2 empty); now %v", endedAt, d.apps[x].app.State)
+	}
+}
+
+// TestStalePodGoneEndsNoLogFoundApp: Mallory's old pod M had the IP
+// Alice's pod now has; a poll read while M ran (its label set to X) is
+// delivered late, then M's delete event: X, served at that ip:port by
+// Alice's pod, is not ended (only checked).
+func TestStalePodGoneEndsNoLogFoundApp(t *testing.T) {
+	d, now := stepDisc()
+	readM := *now
+	svc, _ := url.Parse("http://x-driver-svc.team-a.svc:4040")
+	d.onLogs([]logCandidates{{path: "/var/log/pods/team-a_x-driver/0.log", urls: []*url.URL{svc}, appHint: revX}}, *now, false)
+	*now = now.Add(time.Second)
+	verifyDone(d, svc, driverInfo{ID: revX, User: "alice", addr: "10.244.0.9:4040"})
+	kc := revKubeCand()
+	d.onPushed(pushed{c: kc})
+	verifyDone(d, kc.url, driverInfo{ID: revX, User: "alice", addr: "10.244.0.9:4040"})
+	mc := kc
+	mc.source, mc.seen = "kubernetes:team-m/m-driver", readM
+	*now = now.Add(time.Second)
+	d.offer(mc) // the held-up poll
+	d.onPushed(pushed{c: mc, gone: true, reason: "driver pod team-m/m-driver deleted"})
+	if a := d.apps[revX]; a.app.State != Running {
+		t.Errorf("alice's X ended by the delete of mallory's old pod")
 	}
 }
