@@ -473,6 +473,7 @@ func (d *Discoverer) onPolled(res [][]candidate, ok []bool) {
 	// whose standby answers with nothing), no app is counted unlisted.
 	named := map[string][]string{} // target key -> ids named there
 	allAnswered := true
+	var answeredNow []string // those that answered in full this round
 	for i, full := range ok {
 		if i >= len(res) || i >= len(d.polls) {
 			break
@@ -489,6 +490,7 @@ func (d *Discoverer) onPolled(res [][]candidate, ok []bool) {
 				d.lastAnswer = map[string]time.Time{}
 			}
 			d.lastAnswer[name] = now
+			answeredNow = append(answeredNow, name)
 			continue
 		}
 		// A source silent longer than silentHold (or since the start) is
@@ -499,10 +501,10 @@ func (d *Discoverer) onPolled(res [][]candidate, ok []bool) {
 		}
 	}
 	if allAnswered {
-		for _, s := range d.polls {
-			if bindsIDs(s.name()) {
-				d.endUnlisted(s.name(), named)
-			}
+		// Only a source that answered counts its apps unlisted: one
+		// silent past the hold ends nothing either.
+		for _, name := range answeredNow {
+			d.endUnlisted(name, named)
 		}
 	}
 	idle := time.Duration(targetIdle) * d.cfg.Interval

@@ -222,3 +222,91 @@ func TestStalePodGoneEndsNoLogFoundApp(t *testing.T) {
 		t.Errorf("alice's X ended by the delete of mallory's old pod")
 	}
 }
+
+// TestSilentMasterEndsNothing: the only configured master named
+// X at U, then stops answering (a restart, a network partition between
+// the gateway and the master) for four minutes, longer than the hold
+// (max(silentHold intervals, failoverHold)). X's driver answers every
+// liveness check throughout. endUnlisted's own rule is "a source that does
+// not answer ends nothing", but once the silent master no longer holds back
+// ends, its empty (unanswered) rounds are counted as unlisted: X ends as
+// unlisted (and only the master naming it again may bring it back).
+func TestSilentMasterEndsNothing(t *testing.T) {
+	d, now := stepDisc()
+	const x = "app-20260101000000-0001"
+	u, _ := url.Parse("http://10.0.0.5:4040")
+	m := "master:http://m:8080"
+	d.polls = []pollSource{listPoll{m}}
+	endedAt := -1
+	round := 0
+	poll := func(cands []candidate, ok bool) {
+		round++
+		*now = now.Add(time.Second)
+		d.onPolled([][]candidate{cands}, []bool{ok})
+		if a := d.apps[x]; a != nil && a.app.State == Ended && endedAt < 0 {
+			endedAt = round
+		}
+		if tg := d.targets[u.String()]; tg != nil && tg.verifying {
+			verifyDone(d, u, driverInfo{ID: x, User: "alice"})
+		}
+		if a := d.apps[x]; a != nil && a.app.State == Running {
+			d.onChecked(x, a, apiApp{ID: x, Attempts: []apiAttempt{{SparkUser: "alice"}}}, nil, false)
+		}
+	}
+	poll([]candidate{{url: u, source: m, appID: x, seen: now.Add(time.Second)}}, true)
+	if a := d.apps[x]; a == nil || a.app.Source != m {
+		t.Fatalf("setup: %+v", d.apps[x])
+	}
+	for range 240 {
+		poll(nil, false) // the master does not answer
+	}
+	if endedAt >= 0 {
+		t.Errorf("X, its driver answering every check, ended at round %d while its only master did not answer (unlistedEnd=%v)", endedAt, d.apps[x].unlistedEnd)
+	}
+}
+
+// TestUnreadableActiveMasterEndsNothing: an HA pair. m1, active, names
+// alice's X at U; m2 is the standby (answers, lists nothing). Mallory's
+// oversized app name (larger than listBodyMax) makes m1's list
+// unreadable from then on. After the hold m1 counts as down, but m2's
+// empty answers count only m2's apps: X, its driver answering every
+// check, stays running.
+func TestUnreadableActiveMasterEndsNothing(t *testing.T) {
+	d, now := stepDisc()
+	const x = "app-20260101000000-0001"
+	u, _ := url.Parse("http://10.0.0.5:4040")
+	m1, m2 := "master:http://m1:8080", "master:http://m2:8080"
+	d.polls = []pollSource{listPoll{m1}, listPoll{m2}}
+	endedAt := -1
+	round := 0
+	poll := func(r1 []candidate, ok1 bool) {
+		round++
+		*now = now.Add(time.Second)
+		for _, cs := range d.logCands {
+			for _, c := range cs {
+				d.offer(c)
+			}
+		}
+		d.onPolled([][]candidate{r1, nil}, []bool{ok1, true})
+		if a := d.apps[x]; a != nil && a.app.State == Ended && endedAt < 0 {
+			endedAt = round
+		}
+		if tg := d.targets[u.String()]; tg != nil && tg.verifying {
+			verifyDone(d, u, driverInfo{ID: x, User: "alice"})
+		}
+		if a := d.apps[x]; a != nil && a.app.State == Running {
+			d.onChecked(x, a, apiApp{ID: x, Attempts: []apiAttempt{{SparkUser: "alice"}}}, nil, false)
+		}
+	}
+	poll([]candidate{{url: u, source: m1, appID: x, seen: now.Add(time.Second)}}, true)
+	if a := d.apps[x]; a == nil || a.app.Source != m1 {
+		t.Fatalf("setup: %+v", d.apps[x])
+	}
+	d.onLogs([]logCandidates{{path: "/var/log/alice/x.log", urls: []*url.URL{u}, appHint: x}}, *now, false)
+	for range 240 {
+		poll(nil, false) // m1's list unreadable (mallory's app), m2 standby
+	}
+	if a := d.apps[x]; endedAt >= 0 || a.app.State != Running {
+		t.Errorf("alice's X, its driver answering every check, ended at round %d and is %v at round %d (unlistedEnd=%v)", endedAt, a.app.State, round, a.unlistedEnd)
+	}
+}
