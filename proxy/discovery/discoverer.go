@@ -420,18 +420,49 @@ func checkPeriod(running int, interval time.Duration) time.Duration {
 // port as the driver exited may answer with its id and owner, and the
 // liveness check would keep it running under the source's name). A source
 // that does not answer in full ends nothing.
-func (d *Discoverer) endUnlisted(source string, named map[string][]string) {
+func (d *Discoverer) endUnlisted(source string, named map[string][]listing) {
 	for id, a := range d.apps {
 		if a.app.State != Running || a.app.Source != source {
 			continue
 		}
-		if slices.ContainsFunc(named[a.key], func(n string) bool { return sameApp(n, id) }) {
+		if slices.ContainsFunc(named[a.key], func(l listing) bool { return sameApp(l.id, id) }) {
 			a.unlisted = 0
 			continue
 		}
 		if a.unlisted++; a.unlisted >= offerHeld {
 			a.unlistedEnd = true
 			d.endApp(id, source+" no longer lists it at its address")
+		}
+	}
+}
+
+// listing is an app id a source that gives ids lists at an address.
+type listing struct{ source, id string }
+
+// followListing makes a running app's source the one that lists it at its
+// address where the source that named it no longer does: the active
+// master of an HA pair after a failover (its standby lists nothing), so
+// that the standby's answers do not end the app, nor the active one's
+// silence let them.
+func (d *Discoverer) followListing(named map[string][]listing) {
+	for id, a := range d.apps {
+		if a.app.State != Running || !bindsIDs(a.app.Source) {
+			continue
+		}
+		other := ""
+		for _, l := range named[a.key] {
+			if !sameApp(l.id, id) {
+				continue
+			}
+			if l.source == a.app.Source {
+				other = ""
+				break
+			}
+			other = l.source
+		}
+		if other != "" {
+			a.app.Source, a.unlisted = other, 0
+			d.dirty = true
 		}
 	}
 }
@@ -471,7 +502,7 @@ func (d *Discoverer) onPolled(res [][]candidate, ok []bool) {
 	// not: an app another master of an HA pair lists at its address still
 	// runs there. While any of them is silent (it may be the active master
 	// whose standby answers with nothing), no app is counted unlisted.
-	named := map[string][]string{} // target key -> ids named there
+	named := map[string][]listing{} // target key -> what is listed there
 	allAnswered := true
 	var answeredNow []string // those that answered in full this round
 	for i, full := range ok {
@@ -481,10 +512,10 @@ func (d *Discoverer) onPolled(res [][]candidate, ok []bool) {
 		if !bindsIDs(d.polls[i].name()) {
 			continue
 		}
-		for _, c := range res[i] {
-			named[c.key()] = append(named[c.key()], c.appID)
-		}
 		name := d.polls[i].name()
+		for _, c := range res[i] {
+			named[c.key()] = append(named[c.key()], listing{name, c.appID})
+		}
 		if full {
 			if d.lastAnswer == nil {
 				d.lastAnswer = map[string]time.Time{}
@@ -500,6 +531,7 @@ func (d *Discoverer) onPolled(res [][]candidate, ok []bool) {
 			allAnswered = false
 		}
 	}
+	d.followListing(named)
 	if allAnswered {
 		// Only a source that answered counts its apps unlisted: one
 		// silent past the hold ends nothing either.

@@ -83,7 +83,7 @@ func TestUnlistedAppNotBackByLog(t *testing.T) {
 }
 
 // TestActiveMasterBlipKeepsApp: an HA pair. m1 named X at U; it failed
-// over to m2, which lists X at U (X's Source stays m1, equal rank), and m1
+// over to m2, which lists X at U (X's source follows it), and m1
 // came back as standby (answers, lists nothing). Then m2, the active one,
 // does not answer for three intervals (a restart, a network blip): X,
 // its driver answering throughout, is not ended on the standby's empty
@@ -119,15 +119,15 @@ func TestActiveMasterBlipKeepsApp(t *testing.T) {
 	for range 3 {
 		poll(nil, true, at(m2), true) // m1 back as standby
 	}
-	if ended || d.apps[x].app.Source != m1 {
-		t.Fatalf("setup: ended %v, %+v", ended, d.apps[x])
+	if ended || d.apps[x].app.Source != m2 {
+		t.Fatalf("setup: ended %v, %+v (want the source of the master that lists it)", ended, d.apps[x])
 	}
 	for range 3 {
 		poll(nil, true, nil, false) // m2, the active one, does not answer
 	}
 	poll(nil, true, at(m2), true)
 	if ended {
-		t.Errorf("X ended while the active master did not answer (only the standby, X's Source, did); now %v, source %q", d.apps[x].app.State, d.apps[x].app.Source)
+		t.Errorf("X ended while the active master did not answer (only the standby did); now %v, source %q", d.apps[x].app.State, d.apps[x].app.Source)
 	}
 }
 

@@ -99,7 +99,7 @@ func TestUILessAppDoesNotKeepPortTakerLive(t *testing.T) {
 
 // TestMasterFailoverKeepsApp: two masters of an HA pair are
 // configured. X is named at U by m1 (active); m1 fails, m2 takes over and
-// lists X at U (equal rank: the Source stays m1); m1 comes back as standby
+// lists X at U (X's source follows it); m1 comes back as standby
 // and answers with no active apps. X is not ended: m2 lists it at U (an
 // end would republish it with its ACLs unread).
 func TestMasterFailoverKeepsApp(t *testing.T) {
@@ -181,5 +181,58 @@ func TestNewDriverAtSecondAddressFound(t *testing.T) {
 	}
 	if ax := d.apps[x]; ax == nil || ax.app.State != Running {
 		t.Errorf("X withdrawn")
+	}
+}
+
+// TestFailedOverActiveUnreadableKeepsApp: an HA pair. m1 (active)
+// names alice's X at U; m1 fails over to m2, which lists X at U; m1 comes
+// back as the standby and answers every poll with no apps, and X's source
+// follows the master that lists it (m2). Then m2's list becomes unreadable
+// (an oversized app name; or a partition between the gateway and m2) for
+// longer than the hold. X's driver answers every check and m2 still runs
+// it: the standby's empty answers do not end it.
+func TestFailedOverActiveUnreadableKeepsApp(t *testing.T) {
+	d, now := stepDisc()
+	const x = "app-20260101000000-0001"
+	u, _ := url.Parse("http://10.0.0.5:4040")
+	m1, m2 := "master:http://m1:8080", "master:http://m2:8080"
+	d.polls = []pollSource{listPoll{m1}, listPoll{m2}}
+	at := func(m string) []candidate {
+		return []candidate{{url: u, source: m, appID: x, seen: now.Add(time.Second)}}
+	}
+	endedAt, round, endedRounds := -1, 0, 0
+	poll := func(r1 []candidate, ok1 bool, r2 []candidate, ok2 bool) {
+		round++
+		*now = now.Add(time.Second)
+		d.onPolled([][]candidate{r1, r2}, []bool{ok1, ok2})
+		if a := d.apps[x]; a != nil && a.app.State == Ended {
+			endedRounds++
+			if endedAt < 0 {
+				endedAt = round
+			}
+		}
+		if tg := d.targets[u.String()]; tg != nil && tg.verifying {
+			verifyDone(d, u, driverInfo{ID: x, User: "alice"})
+		}
+		if a := d.apps[x]; a != nil && a.app.State == Running {
+			d.onChecked(x, a, apiApp{ID: x, Attempts: []apiAttempt{{SparkUser: "alice"}}}, nil, false)
+		}
+	}
+	poll(at(m1), true, nil, true) // m1 active, m2 standby
+	for range 3 {
+		poll(nil, false, at(m2), true) // m1 down, m2 active
+	}
+	for range 5 {
+		poll(nil, true, at(m2), true) // m1 back as standby
+	}
+	if a := d.apps[x]; a == nil || a.app.State != Running || a.app.Source != m2 || endedAt >= 0 {
+		t.Fatalf("setup: %+v ended at %d", d.apps[x], endedAt)
+	}
+	for range 240 {
+		poll(nil, true, nil, false) // m2 (active, runs X) unreadable; m1 standby answers empty
+	}
+	if endedAt >= 0 {
+		t.Errorf("alice's X, running on the active master m2 and answering every check, ended at round %d (%q no longer lists it) and was ended for %d of the last rounds; now %v (unlistedEnd=%v)",
+			endedAt, m1, endedRounds, d.apps[x].app.State, d.apps[x].unlistedEnd)
 	}
 }
