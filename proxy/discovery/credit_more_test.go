@@ -255,14 +255,7 @@ func TestUnlistedAppEnds(t *testing.T) {
 	poll := func(ok bool, cands []candidate) {
 		*now = now.Add(time.Second)
 		d.onPolled([][]candidate{cands}, []bool{ok})
-		if tg := d.targets[u.String()]; tg != nil && tg.verifying {
-			verifyDone(d, u, driverInfo{ID: x, User: "alice"})
-		}
-		a := d.apps[x]
-		if a.app.State == Running {
-			// The process at U answers the liveness check as X/alice.
-			d.onChecked(x, a, apiApp{ID: x, Attempts: []apiAttempt{{SparkUser: "alice"}}}, nil, false)
-		}
+		answerAsAlice(d, u, x)
 	}
 	running := func() bool { a := d.apps[x]; return a != nil && a.app.State == Running }
 	poll(true, listing(u))
@@ -332,5 +325,17 @@ func TestGonePodStaleOfferCreditsNothing(t *testing.T) {
 	}
 	if a := d.apps[revX]; a.app.State == Running {
 		t.Errorf("X published again at the gone pod's address from an offer read before it ended, source %q", a.app.Source)
+	}
+}
+
+// answerAsAlice plays the driver at u after a round's polls: it answers a
+// verification started there, and the running app x's liveness check, as
+// app x, owner alice (as a process that took the port may).
+func answerAsAlice(d *Discoverer, u *url.URL, x string) {
+	if tg := d.targets[u.String()]; tg != nil && tg.verifying {
+		verifyDone(d, u, driverInfo{ID: x, User: "alice"})
+	}
+	if a := d.apps[x]; a != nil && a.app.State == Running {
+		d.onChecked(x, a, apiApp{ID: x, Attempts: []apiAttempt{{SparkUser: "alice"}}}, nil, false)
 	}
 }

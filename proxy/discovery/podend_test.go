@@ -61,12 +61,7 @@ func TestUnlistedAppNotBackByLog(t *testing.T) {
 		if a := d.apps[x]; a != nil && a.app.State == Ended {
 			ended++
 		}
-		if tg := d.targets[u.String()]; tg != nil && tg.verifying {
-			verifyDone(d, u, driverInfo{ID: x, User: "alice"})
-		}
-		if a := d.apps[x]; a != nil && a.app.State == Running {
-			d.onChecked(x, a, apiApp{ID: x, Attempts: []apiAttempt{{SparkUser: "alice"}}}, nil, false)
-		}
+		answerAsAlice(d, u, x)
 	}
 	poll(listing())
 	// X finishes; mallory's process takes U and her log names U.
@@ -105,12 +100,7 @@ func TestActiveMasterBlipKeepsApp(t *testing.T) {
 		if a := d.apps[x]; a != nil && a.app.State == Ended {
 			ended = true
 		}
-		if tg := d.targets[u.String()]; tg != nil && tg.verifying {
-			verifyDone(d, u, driverInfo{ID: x, User: "alice"})
-		}
-		if a := d.apps[x]; a != nil && a.app.State == Running {
-			d.onChecked(x, a, apiApp{ID: x, Attempts: []apiAttempt{{SparkUser: "alice"}}}, nil, false)
-		}
+		answerAsAlice(d, u, x)
 	}
 	poll(at(m1), true, nil, true) // m1 active, m2 standby
 	for range 3 {

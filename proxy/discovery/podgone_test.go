@@ -102,12 +102,7 @@ func TestDeadMasterHoldsNoEnds(t *testing.T) {
 	poll := func(r2 []candidate) {
 		*now = now.Add(time.Second)
 		d.onPolled([][]candidate{nil, r2}, []bool{false, true})
-		if tg := d.targets[u.String()]; tg != nil && tg.verifying {
-			verifyDone(d, u, driverInfo{ID: x, User: "alice"})
-		}
-		if a := d.apps[x]; a != nil && a.app.State == Running {
-			d.onChecked(x, a, apiApp{ID: x, Attempts: []apiAttempt{{SparkUser: "alice"}}}, nil, false)
-		}
+		answerAsAlice(d, u, x)
 	}
 	poll([]candidate{{url: u, source: m2, appID: x, seen: now.Add(time.Second)}})
 	if a := d.apps[x]; a == nil || a.app.Source != m2 {
@@ -182,12 +177,7 @@ func TestLongMasterFailoverKeepsApp(t *testing.T) {
 		if a := d.apps[x]; a != nil && a.app.State == Ended && endedAt < 0 {
 			endedAt = round
 		}
-		if tg := d.targets[u.String()]; tg != nil && tg.verifying {
-			verifyDone(d, u, driverInfo{ID: x, User: "alice"})
-		}
-		if a := d.apps[x]; a != nil && a.app.State == Running {
-			d.onChecked(x, a, apiApp{ID: x, Attempts: []apiAttempt{{SparkUser: "alice"}}}, nil, false)
-		}
+		answerAsAlice(d, u, x)
 	}
 	poll(at(m1), true, nil, true) // m1 active, m2 standby
 	for range 14 {                // 14 intervals (70 s at 5 s) of failover
@@ -246,12 +236,7 @@ func TestSilentMasterEndsNothing(t *testing.T) {
 		if a := d.apps[x]; a != nil && a.app.State == Ended && endedAt < 0 {
 			endedAt = round
 		}
-		if tg := d.targets[u.String()]; tg != nil && tg.verifying {
-			verifyDone(d, u, driverInfo{ID: x, User: "alice"})
-		}
-		if a := d.apps[x]; a != nil && a.app.State == Running {
-			d.onChecked(x, a, apiApp{ID: x, Attempts: []apiAttempt{{SparkUser: "alice"}}}, nil, false)
-		}
+		answerAsAlice(d, u, x)
 	}
 	poll([]candidate{{url: u, source: m, appID: x, seen: now.Add(time.Second)}}, true)
 	if a := d.apps[x]; a == nil || a.app.Source != m {
@@ -291,12 +276,7 @@ func TestUnreadableActiveMasterEndsNothing(t *testing.T) {
 		if a := d.apps[x]; a != nil && a.app.State == Ended && endedAt < 0 {
 			endedAt = round
 		}
-		if tg := d.targets[u.String()]; tg != nil && tg.verifying {
-			verifyDone(d, u, driverInfo{ID: x, User: "alice"})
-		}
-		if a := d.apps[x]; a != nil && a.app.State == Running {
-			d.onChecked(x, a, apiApp{ID: x, Attempts: []apiAttempt{{SparkUser: "alice"}}}, nil, false)
-		}
+		answerAsAlice(d, u, x)
 	}
 	poll([]candidate{{url: u, source: m1, appID: x, seen: now.Add(time.Second)}}, true)
 	if a := d.apps[x]; a == nil || a.app.Source != m1 {

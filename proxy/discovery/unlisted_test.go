@@ -117,12 +117,7 @@ func TestMasterFailoverKeepsApp(t *testing.T) {
 		if a := d.apps[x]; a != nil && a.app.State == Ended {
 			ended = true
 		}
-		if tg := d.targets[u.String()]; tg != nil && tg.verifying {
-			verifyDone(d, u, driverInfo{ID: x, User: "alice"})
-		}
-		if a := d.apps[x]; a != nil && a.app.State == Running {
-			d.onChecked(x, a, apiApp{ID: x, Attempts: []apiAttempt{{SparkUser: "alice"}}}, nil, false)
-		}
+		answerAsAlice(d, u, x)
 	}
 	poll(at(), true, nil) // m1 active, m2 standby
 	if a := d.apps[x]; a == nil || a.app.Source != m1 {
@@ -211,12 +206,7 @@ func TestFailedOverActiveUnreadableKeepsApp(t *testing.T) {
 				endedAt = round
 			}
 		}
-		if tg := d.targets[u.String()]; tg != nil && tg.verifying {
-			verifyDone(d, u, driverInfo{ID: x, User: "alice"})
-		}
-		if a := d.apps[x]; a != nil && a.app.State == Running {
-			d.onChecked(x, a, apiApp{ID: x, Attempts: []apiAttempt{{SparkUser: "alice"}}}, nil, false)
-		}
+		answerAsAlice(d, u, x)
 	}
 	poll(at(m1), true, nil, true) // m1 active, m2 standby
 	for range 3 {
