@@ -443,10 +443,12 @@ type listing struct{ source, id string }
 // address where the source that named it no longer does: the active
 // master of an HA pair after a failover (its standby lists nothing), so
 // that the standby's answers do not end the app, nor the active one's
-// silence let them.
-func (d *Discoverer) followListing(named map[string][]listing) {
+// silence let them. Only an app whose source answered in full this round
+// moves: while it is silent, another cluster's master listing the same id
+// at the address (ids of masters collide) must not take the app over.
+func (d *Discoverer) followListing(named map[string][]listing, answeredNow []string) {
 	for id, a := range d.apps {
-		if a.app.State != Running || !bindsIDs(a.app.Source) {
+		if a.app.State != Running || !bindsIDs(a.app.Source) || !slices.Contains(answeredNow, a.app.Source) {
 			continue
 		}
 		other := ""
@@ -531,7 +533,7 @@ func (d *Discoverer) onPolled(res [][]candidate, ok []bool) {
 			allAnswered = false
 		}
 	}
-	d.followListing(named)
+	d.followListing(named, answeredNow)
 	if allAnswered {
 		// Only a source that answered counts its apps unlisted: one
 		// silent past the hold ends nothing either.

@@ -226,3 +226,38 @@ func TestFailedOverActiveUnreadableKeepsApp(t *testing.T) {
 			endedAt, m1, endedRounds, d.apps[x].app.State, d.apps[x].unlistedEnd)
 	}
 }
+
+// TestCollidingListingMovesNoSilentSource: two separate
+// standalone clusters A (mA) and B (mB). Master ids are app-<second>-<n>,
+// so B may hand out alice's id X too; an app on B registers its UI link
+// as U (the link is whatever the driver registered). mA, X's source, is
+// unreadable for a while (anyone's oversized app name) while mB lists "X"
+// at U. X's source stays mA, which did not answer: were it to move to mB,
+// mB's empty answers, once B's app stops, would end alice's X, whose driver
+// answers at U all along.
+func TestCollidingListingMovesNoSilentSource(t *testing.T) {
+	d, now := stepDisc()
+	const x = "app-20260101000000-0001"
+	u, _ := url.Parse("http://10.0.0.5:4040")
+	mA, mB := "master:http://ma:8080", "master:http://mb:8080"
+	d.polls = []pollSource{listPoll{mA}, listPoll{mB}}
+	at := func(m string) []candidate { return []candidate{{url: u, source: m, appID: x, seen: *now}} }
+	poll := func(r1 []candidate, ok1 bool, r2 []candidate, ok2 bool) {
+		*now = now.Add(time.Second)
+		d.onPolled([][]candidate{r1, r2}, []bool{ok1, ok2})
+		answerAsAlice(d, u, x) // alice's driver, still running
+	}
+	for range 3 {
+		poll(at(mA), true, nil, true)
+	}
+	poll(nil, false, at(mB), true) // mA unreadable one round; B's colliding app listed at U
+	if a := d.apps[x]; a.app.Source != mA {
+		t.Errorf("X's source moved to %q on cluster B's listing while mA was silent", a.app.Source)
+	}
+	for range 300 {
+		poll(nil, false, nil, true) // B's app gone; mA still unreadable
+	}
+	if a := d.apps[x]; a.app.State != Running {
+		t.Errorf("alice's running X ended (source %q): %v", a.app.Source, a.app.State)
+	}
+}
