@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"regexp"
 	"strings"
@@ -451,5 +452,37 @@ func TestHealthAndReady(t *testing.T) {
 	}
 	if resp, _ := h.do(t, "GET", "/_/static/", "", nil); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("static dir listing = %d; want 404", resp.StatusCode)
+	}
+}
+
+// TestStoppingDriverClosesUnanswered: a driver that is stopping may
+// accept a connection and close it without an answer, plainly or with a
+// reset. Like a refused connection, that is a 502 that reloads itself and
+// asks discovery to look at the app again, not a dead end.
+func TestStoppingDriverClosesUnanswered(t *testing.T) {
+	for _, reset := range []bool{false, true} {
+		h := htmlDriver(t, func(w http.ResponseWriter, r *http.Request) {
+			c, _, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if tc, ok := c.(*net.TCPConn); ok && reset {
+				_ = tc.SetLinger(0) // close with RST
+			}
+			c.Close()
+		})
+		resp, body := h.do(t, "GET", "/app/"+appLive+"/jobs/", "alice", nil)
+		if resp.StatusCode != http.StatusBadGateway || resp.Header.Get("Retry-After") != "5" || !strings.Contains(body, `http-equiv="refresh"`) {
+			t.Errorf("reset=%v: %d Retry-After %q %.200q; want a 502 that reloads itself", reset, resp.StatusCode, resp.Header.Get("Retry-After"), body)
+		}
+		select {
+		case id := <-h.suspects:
+			if id != appLive {
+				t.Errorf("reset=%v: Suspect(%q); want %q", reset, id, appLive)
+			}
+		default:
+			t.Errorf("reset=%v: Suspect was not called", reset)
+		}
 	}
 }

@@ -519,10 +519,12 @@ func (s *Server) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 		he.Msg = fmt.Sprintf("%s of %s did not answer in time", st.upstream.label, appLabel(st))
 	default:
 		he.Msg = fmt.Sprintf("%s of %s did not answer", st.upstream.label, appLabel(st))
-		if st.suspectID != "" && kind == upstreamRefused {
+		if st.suspectID != "" && (kind == upstreamRefused || kind == upstreamClosed) {
 			// A driver that has just stopped refuses connections before
-			// discovery has seen it end: reload, so the bookmark turns
-			// into the waiting page or the History Server's view.
+			// discovery has seen it end, and one that is stopping may
+			// accept a connection and close it unanswered: reload, so the
+			// bookmark turns into the waiting page or the History
+			// Server's view.
 			he.Msg += "; it may have just finished, this page reloads itself"
 			he.RetryAfter = 5
 		}
@@ -539,6 +541,7 @@ const (
 	upstreamRedirectAway = "redirect_away"
 	upstreamEncodedHTML  = "encoded_html"
 	upstreamRefused      = "refused"
+	upstreamClosed       = "closed" // the connection ended before an answer
 	upstreamTimeout      = "timeout"
 	upstreamOther        = "other"
 )
@@ -552,6 +555,8 @@ func upstreamErrorKind(err error) string {
 		return upstreamEncodedHTML
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return upstreamRefused
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET):
+		return upstreamClosed
 	case errors.As(err, &ne) && ne.Timeout():
 		return upstreamTimeout
 	}
