@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -54,7 +55,7 @@ func (s *suite) checkFallback(t *testing.T, e *killEnv) {
 			// its UI stopped: that race may answer 502, but only with a
 			// page that reloads itself into the waiting page.
 			if resp.Header.Get("Retry-After") == "" || !bytes.Contains(body, []byte(`http-equiv="refresh"`)) {
-				t.Errorf("502 at %v after the stop does not reload itself: %.300q", at.Round(time.Millisecond), body)
+				t.Errorf("502 at %v after the stop does not reload itself: %.400q", at.Round(time.Millisecond), pageText(body))
 			}
 			bad502++
 		}
@@ -325,4 +326,14 @@ func statusOf(resp *http.Response) string {
 		return "no response"
 	}
 	return resp.Status
+}
+
+// pageText is the text of an HTML page without its head and tags, spaces
+// collapsed: what a failure message should quote of an error page.
+func pageText(page []byte) string {
+	if i := bytes.Index(page, []byte("<body")); i >= 0 {
+		page = page[i:]
+	}
+	text := regexp.MustCompile(`<[^>]*>`).ReplaceAll(page, []byte(" "))
+	return strings.Join(strings.Fields(string(text)), " ")
 }
