@@ -443,12 +443,15 @@ type listing struct{ source, id string }
 // address where the source that named it no longer does: the active
 // master of an HA pair after a failover (its standby lists nothing), so
 // that the standby's answers do not end the app, nor the active one's
-// silence let them. Only an app whose source answered in full this round
-// moves: while it is silent, another cluster's master listing the same id
-// at the address (ids of masters collide) must not take the app over.
-func (d *Discoverer) followListing(named map[string][]listing, answeredNow []string) {
+// silence let them. Only an app whose source answered in full this round,
+// or is down (silent past the hold, its host gone for good), moves: while
+// it is silent between two answers, another cluster's master listing the
+// same id at the address (ids of masters collide) must not take the app
+// over; once it is down, the app must follow the master that took over,
+// or nothing would end it when that one stops listing it.
+func (d *Discoverer) followListing(named map[string][]listing, mayMove []string) {
 	for id, a := range d.apps {
-		if a.app.State != Running || !bindsIDs(a.app.Source) || !slices.Contains(answeredNow, a.app.Source) {
+		if a.app.State != Running || !bindsIDs(a.app.Source) || !slices.Contains(mayMove, a.app.Source) {
 			continue
 		}
 		other := ""
@@ -507,6 +510,7 @@ func (d *Discoverer) onPolled(res [][]candidate, ok []bool) {
 	named := map[string][]listing{} // target key -> what is listed there
 	allAnswered := true
 	var answeredNow []string // those that answered in full this round
+	var down []string        // those silent past the hold
 	for i, full := range ok {
 		if i >= len(res) || i >= len(d.polls) {
 			break
@@ -531,9 +535,11 @@ func (d *Discoverer) onPolled(res [][]candidate, ok []bool) {
 		// holds back no ends.
 		if at, seen := d.lastAnswer[name]; seen && now.Sub(at) <= max(silentHold*d.cfg.Interval, failoverHold) {
 			allAnswered = false
+		} else {
+			down = append(down, name)
 		}
 	}
-	d.followListing(named, answeredNow)
+	d.followListing(named, append(down, answeredNow...))
 	if allAnswered {
 		// Only a source that answered counts its apps unlisted: one
 		// silent past the hold ends nothing either.

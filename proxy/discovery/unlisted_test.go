@@ -261,3 +261,40 @@ func TestCollidingListingMovesNoSilentSource(t *testing.T) {
 		t.Errorf("alice's running X ended (source %q): %v", a.app.Source, a.app.State)
 	}
 }
+
+// TestDeadActiveMasterFailoverEndsUnlisted: an HA pair. m1, active,
+// names alice's X at U and dies for good (its host is gone); m2 takes over
+// and lists X at U. Once m1 is down (silent past the hold), X's source
+// follows m2. X finishes, m2 stops listing it, and a process that took U
+// answers every liveness check as X/alice: X must end (README: "an app
+// another one lists there stays and takes it for its source"), not stay
+// live under the dead m1 with the port taker behind its id.
+func TestDeadActiveMasterFailoverEndsUnlisted(t *testing.T) {
+	d, now := stepDisc()
+	const x = "app-20260101000000-0001"
+	u, _ := url.Parse("http://10.0.0.5:4040")
+	m1, m2 := "master:http://m1:8080", "master:http://m2:8080"
+	d.polls = []pollSource{listPoll{m1}, listPoll{m2}}
+	at := func(m string) []candidate {
+		return []candidate{{url: u, source: m, appID: x, seen: now.Add(time.Second)}}
+	}
+	poll := func(r1 []candidate, ok1 bool, r2 []candidate) {
+		*now = now.Add(time.Second)
+		d.onPolled([][]candidate{r1, r2}, []bool{ok1, true})
+		answerAsAlice(d, u, x) // alice's driver, then the port taker
+	}
+	poll(at(m1), true, nil) // m1 active, m2 standby
+	for range 300 {         // m1 dead (longer than the 3 min hold), m2 active lists X at U
+		poll(nil, false, at(m2))
+	}
+	if a := d.apps[x]; a == nil || a.app.State != Running {
+		t.Fatalf("setup: %+v", d.apps[x])
+	}
+	src := d.apps[x].app.Source
+	for range 20 {
+		poll(nil, false, nil) // X finished: m2 no longer lists it; a port taker answers as X/alice
+	}
+	if a := d.apps[x]; a.app.State == Running {
+		t.Errorf("X live under %q (source after failover: %q) 20 rounds after the only live master stopped listing it: the port taker at U keeps alice's id", a.app.Source, src)
+	}
+}
