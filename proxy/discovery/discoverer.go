@@ -76,6 +76,7 @@ type Discoverer struct {
 	aclBusy     map[string]bool          // "server/app id" whose history ACLs are being read for a request
 	logCands    map[string][]candidate   // by log path
 	lastAnswer  map[string]time.Time     // when each poll source last answered in full
+	lastStandby map[string]time.Time     // when each master last answered as an HA standby
 	pollBusy    bool
 	histBusy    bool
 	pollsDone   bool
@@ -308,6 +309,7 @@ func (d *Discoverer) round() {
 		go func() {
 			res := make([][]candidate, len(d.polls))
 			ok := make([]bool, len(d.polls))
+			standby := make([]bool, len(d.polls))
 			var wg sync.WaitGroup
 			for i, s := range d.polls {
 				wg.Add(1)
@@ -323,10 +325,13 @@ func (d *Discoverer) round() {
 					}
 					d.noteHealth("discovery source", s.name(), err)
 					res[i], ok[i] = cands, answered(err)
+					if sb, is := s.(standbyReporter); is && err == nil {
+						standby[i] = sb.standby()
+					}
 				}()
 			}
 			wg.Wait()
-			d.send(ctx, func() { d.onPolled(res, ok) })
+			d.send(ctx, func() { d.onPolledStandby(res, ok, standby) })
 		}()
 	}
 	if !d.histBusy {
@@ -443,15 +448,27 @@ type listing struct{ source, id string }
 // address where the source that named it no longer does: the active
 // master of an HA pair after a failover (its standby lists nothing), so
 // that the standby's answers do not end the app, nor the active one's
-// silence let them. Only an app whose source answered in full this round,
-// or is down (silent past the hold, its host gone for good), moves: while
-// it is silent between two answers, another cluster's master listing the
-// same id at the address (ids of masters collide) must not take the app
-// over; once it is down, the app must follow the master that took over,
-// or nothing would end it when that one stops listing it.
-func (d *Discoverer) followListing(named map[string][]listing, mayMove []string) {
+// silence let them. An app whose source answered in full this round
+// follows any source that lists it. One whose source is down (silent past
+// the hold: its host may be gone for good) follows only a master that
+// answered as a standby since about when its own source last answered:
+// its partner taking over. Another cluster's master listing the same id at
+// the address (ids of masters collide) must not take the app over while
+// its source is silent, or its empty lists would end the app once that
+// cluster's app stops; and nothing must keep the app under a dead master,
+// or nothing would end it when the partner stops listing it.
+func (d *Discoverer) followListing(named map[string][]listing, answeredNow, down []string) {
 	for id, a := range d.apps {
-		if a.app.State != Running || !bindsIDs(a.app.Source) || !slices.Contains(mayMove, a.app.Source) {
+		if a.app.State != Running || !bindsIDs(a.app.Source) {
+			continue
+		}
+		own := a.app.Source
+		var partnerOnly bool
+		switch {
+		case slices.Contains(answeredNow, own):
+		case slices.Contains(down, own):
+			partnerOnly = true
+		default:
 			continue
 		}
 		other := ""
@@ -459,11 +476,13 @@ func (d *Discoverer) followListing(named map[string][]listing, mayMove []string)
 			if !sameApp(l.id, id) {
 				continue
 			}
-			if l.source == a.app.Source {
+			if l.source == own {
 				other = ""
 				break
 			}
-			other = l.source
+			if !partnerOnly || d.wasStandbyFor(l.source, own) {
+				other = l.source
+			}
 		}
 		if other != "" {
 			a.app.Source, a.unlisted = other, 0
@@ -485,6 +504,18 @@ func (d *Discoverer) expire() {
 	}
 }
 
+// wasStandbyFor reports whether source answered as an HA standby at any
+// time since failoverHold before own last answered: own's partner, which
+// takes over once own is gone.
+func (d *Discoverer) wasStandbyFor(source, own string) bool {
+	at, ok := d.lastStandby[source]
+	if !ok {
+		return false
+	}
+	last, ok := d.lastAnswer[own]
+	return !ok || !at.Before(last.Add(-failoverHold))
+}
+
 // answered reports whether a poll source's read listed all it named
 // before: no error, or a partial list (partialListError).
 func answered(err error) bool {
@@ -495,6 +526,12 @@ func answered(err error) bool {
 // onPolled handles a round's polls: res[i] is what d.polls[i] found, and
 // ok[i] says whether it answered in full.
 func (d *Discoverer) onPolled(res [][]candidate, ok []bool) {
+	d.onPolledStandby(res, ok, nil)
+}
+
+// onPolledStandby is onPolled where standby[i] also says that d.polls[i],
+// a master, answered as the standby of an HA pair.
+func (d *Discoverer) onPolledStandby(res [][]candidate, ok, standby []bool) {
 	d.pollBusy = false
 	d.pollsDone = true
 	now := d.now()
@@ -528,6 +565,12 @@ func (d *Discoverer) onPolled(res [][]candidate, ok []bool) {
 			}
 			d.lastAnswer[name] = now
 			answeredNow = append(answeredNow, name)
+			if i < len(standby) && standby[i] {
+				if d.lastStandby == nil {
+					d.lastStandby = map[string]time.Time{}
+				}
+				d.lastStandby[name] = now
+			}
 			continue
 		}
 		// A source silent longer than silentHold (or since the start) is
@@ -539,7 +582,7 @@ func (d *Discoverer) onPolled(res [][]candidate, ok []bool) {
 			down = append(down, name)
 		}
 	}
-	d.followListing(named, append(down, answeredNow...))
+	d.followListing(named, answeredNow, down)
 	if allAnswered {
 		// Only a source that answered counts its apps unlisted: one
 		// silent past the hold ends nothing either.

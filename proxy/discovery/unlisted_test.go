@@ -16,8 +16,9 @@ import (
 // each id maps to its Application Detail UI link ("" for none: an app run
 // with spark.ui.enabled=false).
 type fakeMaster struct {
-	mu   sync.Mutex
-	apps map[string]string
+	mu     sync.Mutex
+	apps   map[string]string
+	status string // RecoveryState; "" for ALIVE
 }
 
 func (m *fakeMaster) set(apps map[string]string) { m.mu.Lock(); m.apps = apps; m.mu.Unlock() }
@@ -31,7 +32,11 @@ func (m *fakeMaster) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		for id := range m.apps {
 			ids = append(ids, fmt.Sprintf(`{"id":%q,"state":"RUNNING"}`, id))
 		}
-		fmt.Fprintf(w, `{"activeapps":[%s],"status":"ALIVE"}`, strings.Join(ids, ","))
+		status := m.status
+		if status == "" {
+			status = "ALIVE"
+		}
+		fmt.Fprintf(w, `{"activeapps":[%s],"status":%q}`, strings.Join(ids, ","), status)
 	case "/app/":
 		link, ok := m.apps[r.URL.Query().Get("appId")]
 		if !ok {
@@ -263,12 +268,13 @@ func TestCollidingListingMovesNoSilentSource(t *testing.T) {
 }
 
 // TestDeadActiveMasterFailoverEndsUnlisted: an HA pair. m1, active,
-// names alice's X at U and dies for good (its host is gone); m2 takes over
-// and lists X at U. Once m1 is down (silent past the hold), X's source
-// follows m2. X finishes, m2 stops listing it, and a process that took U
-// answers every liveness check as X/alice: X must end (README: "an app
-// another one lists there stays and takes it for its source"), not stay
-// live under the dead m1 with the port taker behind its id.
+// names alice's X at U while m2 answers as its standby; m1 dies for good
+// (its host is gone) and m2 takes over and lists X at U. Once m1 is down
+// (silent past the hold), X's source follows m2, its partner. X finishes,
+// m2 stops listing it, and a process that took U answers every liveness
+// check as X/alice: X must end (README: "an app another one lists there
+// stays and takes it for its source"), not stay live under the dead m1
+// with the port taker behind its id.
 func TestDeadActiveMasterFailoverEndsUnlisted(t *testing.T) {
 	d, now := stepDisc()
 	const x = "app-20260101000000-0001"
@@ -278,23 +284,95 @@ func TestDeadActiveMasterFailoverEndsUnlisted(t *testing.T) {
 	at := func(m string) []candidate {
 		return []candidate{{url: u, source: m, appID: x, seen: now.Add(time.Second)}}
 	}
-	poll := func(r1 []candidate, ok1 bool, r2 []candidate) {
+	poll := func(r1 []candidate, ok1 bool, r2 []candidate, standby2 bool) {
 		*now = now.Add(time.Second)
-		d.onPolled([][]candidate{r1, r2}, []bool{ok1, true})
+		d.onPolledStandby([][]candidate{r1, r2}, []bool{ok1, true}, []bool{false, standby2})
 		answerAsAlice(d, u, x) // alice's driver, then the port taker
 	}
-	poll(at(m1), true, nil) // m1 active, m2 standby
-	for range 300 {         // m1 dead (longer than the 3 min hold), m2 active lists X at U
-		poll(nil, false, at(m2))
+	for range 3 {
+		poll(at(m1), true, nil, true) // m1 active, m2 standby
 	}
-	if a := d.apps[x]; a == nil || a.app.State != Running {
-		t.Fatalf("setup: %+v", d.apps[x])
+	for range 20 {
+		poll(nil, false, nil, true) // m1 dead; m2 standby until it is elected
+	}
+	for range 300 { // m2 active lists X at U; m1 never answers again
+		poll(nil, false, at(m2), false)
+	}
+	if a := d.apps[x]; a == nil || a.app.State != Running || a.app.Source != m2 {
+		t.Fatalf("X after the failover: %+v; want running under %q", d.apps[x], m2)
+	}
+	for range 20 {
+		poll(nil, false, nil, false) // X finished: m2 no longer lists it; a port taker answers as X/alice
+	}
+	if a := d.apps[x]; a.app.State == Running {
+		t.Errorf("X live under %q 20 rounds after the only live master stopped listing it: the port taker at U keeps alice's id", a.app.Source)
+	}
+}
+
+// TestCollidingListingMovesNoDownSource: as
+// TestCollidingListingMovesNoSilentSource, but mA's list stays unreadable
+// (an oversized app name, as in TestUnreadableActiveMasterEndsNothing) past
+// the hold while cluster B's app with the colliding id X, its UI link
+// registered as U, runs for minutes. mA is down, but mB, the leader of its
+// own cluster all along, was never mA's standby: X's source stays mA, and
+// mB's empty answers once B's app stops do not end alice's X, whose driver
+// answers at U all along.
+func TestCollidingListingMovesNoDownSource(t *testing.T) {
+	d, now := stepDisc()
+	const x = "app-20260101000000-0001"
+	u, _ := url.Parse("http://10.0.0.5:4040")
+	mA, mB := "master:http://ma:8080", "master:http://mb:8080"
+	d.polls = []pollSource{listPoll{mA}, listPoll{mB}}
+	at := func(m string) []candidate {
+		return []candidate{{url: u, source: m, appID: x, seen: now.Add(time.Second)}}
+	}
+	endedAt, round := -1, 0
+	poll := func(r1 []candidate, ok1 bool, r2 []candidate) {
+		round++
+		*now = now.Add(time.Second)
+		d.onPolled([][]candidate{r1, r2}, []bool{ok1, true})
+		if a := d.apps[x]; a != nil && a.app.State == Ended && endedAt < 0 {
+			endedAt = round
+		}
+		answerAsAlice(d, u, x) // alice's driver, still running
+	}
+	for range 3 {
+		poll(at(mA), true, nil)
+	}
+	for range 200 { // mA unreadable past the 3 min hold; B's colliding app listed at U
+		poll(nil, false, at(mB))
 	}
 	src := d.apps[x].app.Source
 	for range 20 {
-		poll(nil, false, nil) // X finished: m2 no longer lists it; a port taker answers as X/alice
+		poll(nil, false, nil) // B's app stopped; mA still unreadable
 	}
-	if a := d.apps[x]; a.app.State == Running {
-		t.Errorf("X live under %q (source after failover: %q) 20 rounds after the only live master stopped listing it: the port taker at U keeps alice's id", a.app.Source, src)
+	if a := d.apps[x]; endedAt >= 0 || a.app.State != Running || src != mA {
+		t.Errorf("alice's running X ended at round %d (source then %q, want %q): %v unlistedEnd=%v", endedAt, src, mA, a.app.State, a.unlistedEnd)
+	}
+}
+
+// TestMasterReportsStandby: a master's /json says whether it leads
+// ("ALIVE", or recovering) or waits as the standby of an HA pair; the
+// source reports the standby answers, which followListing needs to tell a
+// partner taking over from another cluster's master.
+func TestMasterReportsStandby(t *testing.T) {
+	fm := &fakeMaster{}
+	srv := httptest.NewServer(fm)
+	defer srv.Close()
+	m := newMasterSource(mustURL(t, srv.URL), newClient(nil))
+	var _ standbyReporter = m
+	for _, tt := range []struct {
+		status string
+		want   bool
+	}{{"STANDBY", true}, {"ALIVE", false}, {"RECOVERING", false}, {"COMPLETING_RECOVERY", false}, {"STANDBY", true}} {
+		fm.mu.Lock()
+		fm.status = tt.status
+		fm.mu.Unlock()
+		if _, err := m.candidates(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.standby(); got != tt.want {
+			t.Errorf("status %s: standby() = %v; want %v", tt.status, got, tt.want)
+		}
 	}
 }
