@@ -24,7 +24,7 @@ type Config struct {
 	Probe []ProbeSource `yaml:"probe"`
 	// Standalone lists Spark standalone masters whose active apps are found
 	// through /json and the app page. Default none.
-	Standalone []URLSource `yaml:"standalone"`
+	Standalone []MasterSource `yaml:"standalone"`
 	// Static lists driver UI root URLs (scheme://host:port). Default none.
 	Static []string `yaml:"static"`
 	// Kubernetes finds running driver pods. Default nil (off).
@@ -70,6 +70,19 @@ type ProbeSource struct {
 type URLSource struct {
 	// URL is the root URL, e.g. http://master:8080. Required.
 	URL string `yaml:"url"`
+}
+
+// MasterSource is a Spark standalone master.
+type MasterSource struct {
+	// URL is the master's web UI root URL, e.g. http://master:8080.
+	// Required.
+	URL string `yaml:"url"`
+	// Cluster names the HA cluster the master belongs to: the masters of
+	// one spark://m1:7077,m2:7077 share it. An app one of them named
+	// follows the others, and only them, when they list it after a
+	// failover. Default none: the master's apps follow any master that
+	// lists them at their address, and only while it answers.
+	Cluster string `yaml:"cluster"`
 }
 
 // KubernetesSource finds driver pods through the Kubernetes API.

@@ -20,7 +20,7 @@ discovery:
   probe:
     - hosts: [127.0.0.1, drv1]
       ports: "4040-4042,8090"
-  standalone: [{url: "http://master:8080"}]
+  standalone: [{url: "http://master:8080", cluster: prod}, {url: "http://master2:8080", cluster: prod}]
   static: ["http://10.0.0.5:4040"]
   kubernetes: {namespaces: [spark], api_server: "https://k8s:6443"}
   yarn: [{url: "http://rm:8088"}]
@@ -40,6 +40,9 @@ discovery:
 	}
 	if c.Interval != 2*time.Second || c.EndedRetention != time.Hour {
 		t.Errorf("durations = %s, %s; want 2s, 1h", c.Interval, c.EndedRetention)
+	}
+	if c.Standalone[1] != (MasterSource{URL: "http://master2:8080", Cluster: "prod"}) {
+		t.Errorf("standalone[1] = %+v", c.Standalone[1])
 	}
 	if c.Logs[0].Host != DefaultLogHost {
 		t.Errorf("logs[0].host = %q; want default %q", c.Logs[0].Host, DefaultLogHost)

@@ -76,7 +76,7 @@ type Discoverer struct {
 	aclBusy     map[string]bool          // "server/app id" whose history ACLs are being read for a request
 	logCands    map[string][]candidate   // by log path
 	lastAnswer  map[string]time.Time     // when each poll source last answered in full
-	lastStandby map[string]time.Time     // when each master last answered as an HA standby
+	haCluster   map[string]string        // poll source name -> its configured HA cluster, for masters that name one
 	pollBusy    bool
 	histBusy    bool
 	pollsDone   bool
@@ -188,7 +188,14 @@ func New(cfg Config, reg *Registry, logger *zap.Logger) *Discoverer {
 	}
 	for _, m := range cfg.Standalone {
 		if u, err := parseRootURL(m.URL); err == nil {
-			d.polls = append(d.polls, newMasterSource(u, d.c))
+			ms := newMasterSource(u, d.c)
+			d.polls = append(d.polls, ms)
+			if m.Cluster != "" {
+				if d.haCluster == nil {
+					d.haCluster = map[string]string{}
+				}
+				d.haCluster[ms.name()] = m.Cluster
+			}
 		} else {
 			logger.Error("skipping standalone master", zap.String("url", m.URL), zap.Error(err))
 		}
@@ -309,7 +316,6 @@ func (d *Discoverer) round() {
 		go func() {
 			res := make([][]candidate, len(d.polls))
 			ok := make([]bool, len(d.polls))
-			standby := make([]bool, len(d.polls))
 			var wg sync.WaitGroup
 			for i, s := range d.polls {
 				wg.Add(1)
@@ -325,13 +331,10 @@ func (d *Discoverer) round() {
 					}
 					d.noteHealth("discovery source", s.name(), err)
 					res[i], ok[i] = cands, answered(err)
-					if sb, is := s.(standbyReporter); is && err == nil {
-						standby[i] = sb.standby()
-					}
 				}()
 			}
 			wg.Wait()
-			d.send(ctx, func() { d.onPolledStandby(res, ok, standby) })
+			d.send(ctx, func() { d.onPolled(res, ok) })
 		}()
 	}
 	if !d.histBusy {
@@ -430,7 +433,7 @@ func (d *Discoverer) endUnlisted(source string, named map[string][]listing) {
 		if a.app.State != Running || a.app.Source != source {
 			continue
 		}
-		if slices.ContainsFunc(named[a.key], func(l listing) bool { return sameApp(l.id, id) }) {
+		if slices.ContainsFunc(named[a.key], func(l listing) bool { return sameApp(l.id, id) && d.mayList(source, l.source) }) {
 			a.unlisted = 0
 			continue
 		}
@@ -441,6 +444,14 @@ func (d *Discoverer) endUnlisted(source string, named map[string][]listing) {
 	}
 }
 
+// mayList reports whether other's listing of an app that own named is
+// that app: own's, or its HA partners' where own names its cluster, or
+// any source's where it does not.
+func (d *Discoverer) mayList(own, other string) bool {
+	cluster := d.haCluster[own]
+	return other == own || cluster == "" || d.haCluster[other] == cluster
+}
+
 // listing is an app id a source that gives ids lists at an address.
 type listing struct{ source, id string }
 
@@ -448,27 +459,23 @@ type listing struct{ source, id string }
 // address where the source that named it no longer does: the active
 // master of an HA pair after a failover (its standby lists nothing), so
 // that the standby's answers do not end the app, nor the active one's
-// silence let them. An app whose source answered in full this round
-// follows any source that lists it. One whose source is down (silent past
-// the hold: its host may be gone for good) follows only a master that
-// answered as a standby since about when its own source last answered:
-// its partner taking over. Another cluster's master listing the same id at
-// the address (ids of masters collide) must not take the app over while
-// its source is silent, or its empty lists would end the app once that
-// cluster's app stops; and nothing must keep the app under a dead master,
-// or nothing would end it when the partner stops listing it.
-func (d *Discoverer) followListing(named map[string][]listing, answeredNow, down []string) {
+// silence let them. An app of a master configured with an HA cluster
+// follows the masters of that cluster, and only them, whether its own
+// answers or not (it may be gone for good: nothing would end the app when
+// its partner stops listing it): another cluster's master listing the
+// same id at the address (ids of masters collide) takes nothing over.
+// Without one, an app follows any source that lists it, and only in a
+// round where its own source answered in full: while that one is silent
+// the listing may be another cluster's, whose empty lists would end the
+// app once that cluster's app stops.
+func (d *Discoverer) followListing(named map[string][]listing, answeredNow []string) {
 	for id, a := range d.apps {
 		if a.app.State != Running || !bindsIDs(a.app.Source) {
 			continue
 		}
 		own := a.app.Source
-		var partnerOnly bool
-		switch {
-		case slices.Contains(answeredNow, own):
-		case slices.Contains(down, own):
-			partnerOnly = true
-		default:
+		cluster := d.haCluster[own]
+		if cluster == "" && !slices.Contains(answeredNow, own) {
 			continue
 		}
 		other := ""
@@ -480,7 +487,7 @@ func (d *Discoverer) followListing(named map[string][]listing, answeredNow, down
 				other = ""
 				break
 			}
-			if !partnerOnly || d.wasStandbyFor(l.source, own) {
+			if d.mayList(own, l.source) {
 				other = l.source
 			}
 		}
@@ -504,18 +511,6 @@ func (d *Discoverer) expire() {
 	}
 }
 
-// wasStandbyFor reports whether source answered as an HA standby at any
-// time since failoverHold before own last answered: own's partner, which
-// takes over once own is gone.
-func (d *Discoverer) wasStandbyFor(source, own string) bool {
-	at, ok := d.lastStandby[source]
-	if !ok {
-		return false
-	}
-	last, ok := d.lastAnswer[own]
-	return !ok || !at.Before(last.Add(-failoverHold))
-}
-
 // answered reports whether a poll source's read listed all it named
 // before: no error, or a partial list (partialListError).
 func answered(err error) bool {
@@ -526,12 +521,6 @@ func answered(err error) bool {
 // onPolled handles a round's polls: res[i] is what d.polls[i] found, and
 // ok[i] says whether it answered in full.
 func (d *Discoverer) onPolled(res [][]candidate, ok []bool) {
-	d.onPolledStandby(res, ok, nil)
-}
-
-// onPolledStandby is onPolled where standby[i] also says that d.polls[i],
-// a master, answered as the standby of an HA pair.
-func (d *Discoverer) onPolledStandby(res [][]candidate, ok, standby []bool) {
 	d.pollBusy = false
 	d.pollsDone = true
 	now := d.now()
@@ -547,7 +536,6 @@ func (d *Discoverer) onPolledStandby(res [][]candidate, ok, standby []bool) {
 	named := map[string][]listing{} // target key -> what is listed there
 	allAnswered := true
 	var answeredNow []string // those that answered in full this round
-	var down []string        // those silent past the hold
 	for i, full := range ok {
 		if i >= len(res) || i >= len(d.polls) {
 			break
@@ -565,12 +553,6 @@ func (d *Discoverer) onPolledStandby(res [][]candidate, ok, standby []bool) {
 			}
 			d.lastAnswer[name] = now
 			answeredNow = append(answeredNow, name)
-			if i < len(standby) && standby[i] {
-				if d.lastStandby == nil {
-					d.lastStandby = map[string]time.Time{}
-				}
-				d.lastStandby[name] = now
-			}
 			continue
 		}
 		// A source silent longer than silentHold (or since the start) is
@@ -578,11 +560,9 @@ func (d *Discoverer) onPolledStandby(res [][]candidate, ok, standby []bool) {
 		// holds back no ends.
 		if at, seen := d.lastAnswer[name]; seen && now.Sub(at) <= max(silentHold*d.cfg.Interval, failoverHold) {
 			allAnswered = false
-		} else {
-			down = append(down, name)
 		}
 	}
-	d.followListing(named, answeredNow, down)
+	d.followListing(named, answeredNow)
 	if allAnswered {
 		// Only a source that answered counts its apps unlisted: one
 		// silent past the hold ends nothing either.

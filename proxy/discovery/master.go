@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync/atomic"
 
 	"golang.org/x/net/html"
 )
@@ -23,9 +22,6 @@ type masterSource struct {
 	c    *client
 	// uis caches the UI URL per active app id; entries leave with the app.
 	uis map[string]*url.URL
-	// standing is whether the last answer said STANDBY: the master of an
-	// HA pair that is not the leader (RecoveryState in /json's "status").
-	standing atomic.Bool
 }
 
 func newMasterSource(base *url.URL, c *client) *masterSource {
@@ -39,14 +35,12 @@ func (m *masterSource) candidates(ctx context.Context) ([]candidate, error) {
 		ActiveApps []struct {
 			ID string `json:"id"`
 		} `json:"activeapps"`
-		Status string `json:"status"`
 	}
 	// "json/", not "json": MasterPage's JSON is a servlet context at /json,
 	// and Jetty redirects the bare context path to the slash form.
 	if err := m.c.getJSON(ctx, m.base, "json/", listBodyMax, &state); err != nil {
 		return nil, fmt.Errorf("reading master %s: %w", m.base.Redacted(), err)
 	}
-	m.standing.Store(state.Status == "STANDBY")
 	active := map[string]bool{}
 	var out []candidate
 	var firstErr error
@@ -81,8 +75,6 @@ func (m *masterSource) candidates(ctx context.Context) ([]candidate, error) {
 	}
 	return out, nil
 }
-
-func (m *masterSource) standby() bool { return m.standing.Load() }
 
 // partialListError is a source's answer that lists every app it named
 // before, missing only some it never could (an app page with no UI link):

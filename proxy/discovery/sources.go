@@ -40,12 +40,6 @@ type pollSource interface {
 	candidates(ctx context.Context) ([]candidate, error)
 }
 
-// standbyReporter is a poll source that can answer as the standby of an
-// HA pair (a standalone master): it reports whether its last answer did.
-type standbyReporter interface {
-	standby() bool
-}
-
 // pushSource is a poll source that also reports changes as they happen
 // (the Kubernetes watch).
 type pushSource interface {

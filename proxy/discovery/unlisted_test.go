@@ -16,9 +16,8 @@ import (
 // each id maps to its Application Detail UI link ("" for none: an app run
 // with spark.ui.enabled=false).
 type fakeMaster struct {
-	mu     sync.Mutex
-	apps   map[string]string
-	status string // RecoveryState; "" for ALIVE
+	mu   sync.Mutex
+	apps map[string]string
 }
 
 func (m *fakeMaster) set(apps map[string]string) { m.mu.Lock(); m.apps = apps; m.mu.Unlock() }
@@ -32,11 +31,7 @@ func (m *fakeMaster) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		for id := range m.apps {
 			ids = append(ids, fmt.Sprintf(`{"id":%q,"state":"RUNNING"}`, id))
 		}
-		status := m.status
-		if status == "" {
-			status = "ALIVE"
-		}
-		fmt.Fprintf(w, `{"activeapps":[%s],"status":%q}`, strings.Join(ids, ","), status)
+		fmt.Fprintf(w, `{"activeapps":[%s],"status":"ALIVE"}`, strings.Join(ids, ","))
 	case "/app/":
 		link, ok := m.apps[r.URL.Query().Get("appId")]
 		if !ok {
@@ -267,42 +262,42 @@ func TestCollidingListingMovesNoSilentSource(t *testing.T) {
 	}
 }
 
-// TestDeadActiveMasterFailoverEndsUnlisted: an HA pair. m1, active,
-// names alice's X at U while m2 answers as its standby; m1 dies for good
-// (its host is gone) and m2 takes over and lists X at U. Once m1 is down
-// (silent past the hold), X's source follows m2, its partner. X finishes,
-// m2 stops listing it, and a process that took U answers every liveness
-// check as X/alice: X must end (README: "an app another one lists there
-// stays and takes it for its source"), not stay live under the dead m1
-// with the port taker behind its id.
+// TestDeadActiveMasterFailoverEndsUnlisted: an HA pair, configured as
+// one cluster. m1, active, names alice's X at U; m2 is not running (or not
+// reachable). m1 dies for good (its host is gone); m2 is started, elected,
+// and lists X at U. X's source follows m2, its partner, though m1 never
+// answers again. X finishes, m2 stops listing it, and a process that took
+// U answers every liveness check as X/alice: X must end, not stay live
+// under the dead m1 with the port taker behind its id.
 func TestDeadActiveMasterFailoverEndsUnlisted(t *testing.T) {
 	d, now := stepDisc()
 	const x = "app-20260101000000-0001"
 	u, _ := url.Parse("http://10.0.0.5:4040")
 	m1, m2 := "master:http://m1:8080", "master:http://m2:8080"
 	d.polls = []pollSource{listPoll{m1}, listPoll{m2}}
+	d.haCluster = map[string]string{m1: "a", m2: "a"}
 	at := func(m string) []candidate {
 		return []candidate{{url: u, source: m, appID: x, seen: now.Add(time.Second)}}
 	}
-	poll := func(r1 []candidate, ok1 bool, r2 []candidate, standby2 bool) {
+	poll := func(r1 []candidate, ok1 bool, r2 []candidate, ok2 bool) {
 		*now = now.Add(time.Second)
-		d.onPolledStandby([][]candidate{r1, r2}, []bool{ok1, true}, []bool{false, standby2})
+		d.onPolled([][]candidate{r1, r2}, []bool{ok1, ok2})
 		answerAsAlice(d, u, x) // alice's driver, then the port taker
 	}
 	for range 3 {
-		poll(at(m1), true, nil, true) // m1 active, m2 standby
+		poll(at(m1), true, nil, false) // m1 active, m2 not up
 	}
-	for range 20 {
-		poll(nil, false, nil, true) // m1 dead; m2 standby until it is elected
+	for range 60 {
+		poll(nil, false, nil, false) // m1 dead
 	}
-	for range 300 { // m2 active lists X at U; m1 never answers again
-		poll(nil, false, at(m2), false)
+	for range 300 { // m2 elected, lists X at U; m1 never answers again
+		poll(nil, false, at(m2), true)
 	}
 	if a := d.apps[x]; a == nil || a.app.State != Running || a.app.Source != m2 {
 		t.Fatalf("X after the failover: %+v; want running under %q", d.apps[x], m2)
 	}
 	for range 20 {
-		poll(nil, false, nil, false) // X finished: m2 no longer lists it; a port taker answers as X/alice
+		poll(nil, false, nil, true) // X finished: m2 no longer lists it; a port taker answers as X/alice
 	}
 	if a := d.apps[x]; a.app.State == Running {
 		t.Errorf("X live under %q 20 rounds after the only live master stopped listing it: the port taker at U keeps alice's id", a.app.Source)
@@ -313,10 +308,9 @@ func TestDeadActiveMasterFailoverEndsUnlisted(t *testing.T) {
 // TestCollidingListingMovesNoSilentSource, but mA's list stays unreadable
 // (an oversized app name, as in TestUnreadableActiveMasterEndsNothing) past
 // the hold while cluster B's app with the colliding id X, its UI link
-// registered as U, runs for minutes. mA is down, but mB, the leader of its
-// own cluster all along, was never mA's standby: X's source stays mA, and
-// mB's empty answers once B's app stops do not end alice's X, whose driver
-// answers at U all along.
+// registered as U, runs for minutes; no master names its cluster. X's
+// source stays mA, and mB's empty answers once B's app stops do not end
+// alice's X, whose driver answers at U all along.
 func TestCollidingListingMovesNoDownSource(t *testing.T) {
 	d, now := stepDisc()
 	const x = "app-20260101000000-0001"
@@ -351,28 +345,94 @@ func TestCollidingListingMovesNoDownSource(t *testing.T) {
 	}
 }
 
-// TestMasterReportsStandby: a master's /json says whether it leads
-// ("ALIVE", or recovering) or waits as the standby of an HA pair; the
-// source reports the standby answers, which followListing needs to tell a
-// partner taking over from another cluster's master.
-func TestMasterReportsStandby(t *testing.T) {
-	fm := &fakeMaster{}
-	srv := httptest.NewServer(fm)
-	defer srv.Close()
-	m := newMasterSource(mustURL(t, srv.URL), newClient(nil))
-	var _ standbyReporter = m
-	for _, tt := range []struct {
-		status string
-		want   bool
-	}{{"STANDBY", true}, {"ALIVE", false}, {"RECOVERING", false}, {"COMPLETING_RECOVERY", false}, {"STANDBY", true}} {
-		fm.mu.Lock()
-		fm.status = tt.status
-		fm.mu.Unlock()
-		if _, err := m.candidates(context.Background()); err != nil {
-			t.Fatal(err)
+// TestOtherClusterTakesNothingOver: clusters A (mA) and B (an HA pair
+// mB1, mB2) are configured by name. Cluster B's app has alice's id X and
+// registered U as its UI link. Neither while mA is unreadable (past the
+// hold) nor after B fails over to mB2 does B's listing take X over: with mA unreadable X stays live and mB's empty lists end
+// nothing; once mA answers without it, X ends. (Were B's listing of X at
+// U to come back, it would claim X at U as B's app: two clusters' apps of
+// one id cannot both be served under /app/<id>/.)
+func TestOtherClusterTakesNothingOver(t *testing.T) {
+	d, now := stepDisc()
+	const x = "app-20260101000000-0001"
+	u, _ := url.Parse("http://10.0.0.5:4040")
+	mA, mB1, mB2 := "master:http://ma:8080", "master:http://mb1:8080", "master:http://mb2:8080"
+	d.polls = []pollSource{listPoll{mA}, listPoll{mB1}, listPoll{mB2}}
+	d.haCluster = map[string]string{mA: "a", mB1: "b", mB2: "b"}
+	at := func(m string) []candidate {
+		return []candidate{{url: u, source: m, appID: x, seen: now.Add(time.Second)}}
+	}
+	type ans struct {
+		c  []candidate
+		ok bool
+	}
+	endedAt, round := -1, 0
+	poll := func(a, b1, b2 ans) {
+		round++
+		*now = now.Add(time.Second)
+		d.onPolled([][]candidate{a.c, b1.c, b2.c}, []bool{a.ok, b1.ok, b2.ok})
+		if a := d.apps[x]; a != nil && a.app.State == Ended && endedAt < 0 {
+			endedAt = round
 		}
-		if got := m.standby(); got != tt.want {
-			t.Errorf("status %s: standby() = %v; want %v", tt.status, got, tt.want)
-		}
+		answerAsAlice(d, u, x)
+	}
+	silent, empty := ans{}, ans{ok: true}
+	for range 3 {
+		poll(ans{c: at(mA), ok: true}, empty, empty)
+	}
+	for range 300 { // mA unreadable; B's colliding app on mB1 at U
+		poll(silent, ans{c: at(mB1), ok: true}, empty)
+	}
+	for range 30 { // B fails over
+		poll(silent, silent, empty)
+	}
+	for range 10 { // mB2 leads; mB1 back as standby
+		poll(silent, empty, ans{c: at(mB2), ok: true})
+	}
+	for range 20 { // B's app stops
+		poll(silent, empty, empty)
+	}
+	if a := d.apps[x]; endedAt >= 0 || a.app.State != Running || a.app.Source != mA {
+		t.Fatalf("alice's running X under %q (want %q), ended at round %d: %v unlistedEnd=%v",
+			a.app.Source, mA, endedAt, a.app.State, a.unlistedEnd)
+	}
+	// X finishes: mA answers without it; a port taker answers at U.
+	for range 10 {
+		poll(empty, empty, empty)
+	}
+	if a := d.apps[x]; a.app.State == Running {
+		t.Errorf("X live under %q ten rounds after its master stopped listing it: the port taker at U keeps alice's id", a.app.Source)
+	}
+}
+
+// TestOtherClustersListingKeepsNothingUnderOwnMaster: clusters A (mA)
+// and B (mB) are configured by name. Alice's X, named by mA at U,
+// finishes; mA answers without it while B lists an app of the colliding
+// id X at U. B's listing does not keep X running under mA: X ends as
+// unlisted by its own cluster (B's listing may then claim X at U as B's
+// app, under mB).
+func TestOtherClustersListingKeepsNothingUnderOwnMaster(t *testing.T) {
+	d, now := stepDisc()
+	const x = "app-20260101000000-0001"
+	u, _ := url.Parse("http://10.0.0.5:4040")
+	mA, mB := "master:http://ma:8080", "master:http://mb:8080"
+	d.polls = []pollSource{listPoll{mA}, listPoll{mB}}
+	d.haCluster = map[string]string{mA: "a", mB: "b"}
+	at := func(m string) []candidate {
+		return []candidate{{url: u, source: m, appID: x, seen: now.Add(time.Second)}}
+	}
+	poll := func(r1, r2 []candidate) {
+		*now = now.Add(time.Second)
+		d.onPolled([][]candidate{r1, r2}, []bool{true, true})
+		answerAsAlice(d, u, x)
+	}
+	for range 3 {
+		poll(at(mA), nil)
+	}
+	for range 10 {
+		poll(nil, at(mB))
+	}
+	if a := d.apps[x]; a.app.State == Running && a.app.Source == mA {
+		t.Errorf("X still running under %q ten rounds after it stopped listing X: cluster B's listing kept it there", mA)
 	}
 }
