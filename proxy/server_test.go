@@ -461,7 +461,7 @@ func TestHealthAndReady(t *testing.T) {
 // asks discovery to look at the app again, not a dead end.
 func TestStoppingDriverClosesUnanswered(t *testing.T) {
 	for _, reset := range []bool{false, true} {
-		h := htmlDriver(t, func(w http.ResponseWriter, r *http.Request) {
+		h := htmlDriver(t, func(w http.ResponseWriter, _ *http.Request) {
 			c, _, err := w.(http.Hijacker).Hijack()
 			if err != nil {
 				t.Error(err)
