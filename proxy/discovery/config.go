@@ -79,9 +79,9 @@ type MasterSource struct {
 	URL string `yaml:"url"`
 	// Cluster names the HA cluster the master belongs to: the masters of
 	// one spark://m1:7077,m2:7077 share it. An app one of them named
-	// follows the others, and only them, when they list it after a
-	// failover. Default none: the master's apps follow any master that
-	// lists them at their address, and only while it answers.
+	// follows the others when they list it after a failover, even while
+	// this one is silent or gone for good. Default none: the master's apps
+	// follow another source's listing only in a round where it answers.
 	Cluster string `yaml:"cluster"`
 }
 
@@ -273,10 +273,18 @@ func (c *Config) Validate() []error {
 			add(key, "%d host×port pairs exceed the limit of %d", n, maxProbeTargets)
 		}
 	}
+	masterAt := map[string]int{} // normalised URL -> index
 	for i, s := range c.Standalone {
-		if _, err := parseRootURL(s.URL); err != nil {
+		u, err := parseRootURL(s.URL)
+		if err != nil {
 			add(fmt.Sprintf("standalone[%d].url", i), "%v", err)
+			continue
 		}
+		if j, dup := masterAt[u.String()]; dup {
+			add(fmt.Sprintf("standalone[%d].url", i), "%q is the master of standalone[%d] already", s.URL, j)
+			continue
+		}
+		masterAt[u.String()] = i
 	}
 	for i, s := range c.Static {
 		if _, err := parseRootURL(s); err != nil {

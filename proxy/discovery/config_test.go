@@ -74,6 +74,8 @@ func TestConfigValidate(t *testing.T) {
 		Probe:    []ProbeSource{{Hosts: []string{"h"}, Ports: "40x0"}, {Ports: "5-4"}},
 		Static:   []string{"ftp://x", "http://u:p@h:1"},
 		YARN:     []URLSource{{URL: "http://rm:8088/?a=b"}},
+		Standalone: []MasterSource{{URL: "http://m1:8080", Cluster: "a"}, {URL: "http://m2:8080", Cluster: "a"},
+			{URL: " http://m1:8080/", Cluster: "b"}},
 		History: []HistorySource{
 			{Name: "proxy", URL: "http://h:18080"},
 			{Name: "Bad_Name", URL: "http://h:18080"},
@@ -94,6 +96,7 @@ func TestConfigValidate(t *testing.T) {
 		`discovery.probe[0].ports: "40x0" is not a port or range`,
 		"discovery.probe[1].hosts: at least one host is required",
 		`discovery.probe[1].ports: "5-4" is not a port or range`,
+		`discovery.standalone[2].url: " http://m1:8080/" is the master of standalone[0] already`,
 		"discovery.static[0]: ",
 		"discovery.static[1]: ",
 		"discovery.kubernetes.namespaces[0]: ",

@@ -433,7 +433,7 @@ func (d *Discoverer) endUnlisted(source string, named map[string][]listing) {
 		if a.app.State != Running || a.app.Source != source {
 			continue
 		}
-		if slices.ContainsFunc(named[a.key], func(l listing) bool { return sameApp(l.id, id) && d.mayList(source, l.source) }) {
+		if slices.ContainsFunc(named[a.key], func(l listing) bool { return sameApp(l.id, id) }) {
 			a.unlisted = 0
 			continue
 		}
@@ -444,14 +444,6 @@ func (d *Discoverer) endUnlisted(source string, named map[string][]listing) {
 	}
 }
 
-// mayList reports whether other's listing of an app that own named is
-// that app: own's, or its HA partners' where own names its cluster, or
-// any source's where it does not.
-func (d *Discoverer) mayList(own, other string) bool {
-	cluster := d.haCluster[own]
-	return other == own || cluster == "" || d.haCluster[other] == cluster
-}
-
 // listing is an app id a source that gives ids lists at an address.
 type listing struct{ source, id string }
 
@@ -459,15 +451,13 @@ type listing struct{ source, id string }
 // address where the source that named it no longer does: the active
 // master of an HA pair after a failover (its standby lists nothing), so
 // that the standby's answers do not end the app, nor the active one's
-// silence let them. An app of a master configured with an HA cluster
-// follows the masters of that cluster, and only them, whether its own
-// answers or not (it may be gone for good: nothing would end the app when
-// its partner stops listing it): another cluster's master listing the
-// same id at the address (ids of masters collide) takes nothing over.
-// Without one, an app follows any source that lists it, and only in a
-// round where its own source answered in full: while that one is silent
-// the listing may be another cluster's, whose empty lists would end the
-// app once that cluster's app stops.
+// silence let them. In a round where its own source answered in full, an
+// app follows any source that lists it there, a master of its own
+// configured HA cluster first. While its own source is silent, and it may
+// be gone for good, it follows only such a partner: nothing else could end
+// it when the partner stops listing it, and another cluster's master
+// listing the same id at the address (ids of masters collide) would end it
+// with its empty lists once that cluster's app stops.
 func (d *Discoverer) followListing(named map[string][]listing, answeredNow []string) {
 	for id, a := range d.apps {
 		if a.app.State != Running || !bindsIDs(a.app.Source) {
@@ -475,10 +465,11 @@ func (d *Discoverer) followListing(named map[string][]listing, answeredNow []str
 		}
 		own := a.app.Source
 		cluster := d.haCluster[own]
-		if cluster == "" && !slices.Contains(answeredNow, own) {
+		answered := slices.Contains(answeredNow, own)
+		if cluster == "" && !answered {
 			continue
 		}
-		other := ""
+		other, partner := "", false
 		for _, l := range named[a.key] {
 			if !sameApp(l.id, id) {
 				continue
@@ -487,7 +478,9 @@ func (d *Discoverer) followListing(named map[string][]listing, answeredNow []str
 				other = ""
 				break
 			}
-			if d.mayList(own, l.source) {
+			if cluster != "" && d.haCluster[l.source] == cluster {
+				other, partner = l.source, true
+			} else if answered && !partner {
 				other = l.source
 			}
 		}

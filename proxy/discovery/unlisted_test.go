@@ -349,9 +349,7 @@ func TestCollidingListingMovesNoDownSource(t *testing.T) {
 // mB1, mB2) are configured by name. Cluster B's app has alice's id X and
 // registered U as its UI link. Neither while mA is unreadable (past the
 // hold) nor after B fails over to mB2 does B's listing take X over: with mA unreadable X stays live and mB's empty lists end
-// nothing; once mA answers without it, X ends. (Were B's listing of X at
-// U to come back, it would claim X at U as B's app: two clusters' apps of
-// one id cannot both be served under /app/<id>/.)
+// nothing; once mA answers without it, X ends.
 func TestOtherClusterTakesNothingOver(t *testing.T) {
 	d, now := stepDisc()
 	const x = "app-20260101000000-0001"
@@ -405,34 +403,76 @@ func TestOtherClusterTakesNothingOver(t *testing.T) {
 	}
 }
 
-// TestOtherClustersListingKeepsNothingUnderOwnMaster: clusters A (mA)
-// and B (mB) are configured by name. Alice's X, named by mA at U,
-// finishes; mA answers without it while B lists an app of the colliding
-// id X at U. B's listing does not keep X running under mA: X ends as
-// unlisted by its own cluster (B's listing may then claim X at U as B's
-// app, under mB).
-func TestOtherClustersListingKeepsNothingUnderOwnMaster(t *testing.T) {
+// TestOtherClusterCreditedFirstGivesBack: clusters A (mA) and B (mB) are
+// named. In the round alice's X is first verified at U, both list X there
+// (B's app has the colliding id and registered U) and mB's read began
+// later, so X may be credited to mB. Once B's app stops, mB's answers
+// without X hand X to mA, which lists it: alice's running X never ends,
+// not even when a forged event log has a History Server list X as
+// completed (an ended X would then be refused its driver).
+func TestOtherClusterCreditedFirstGivesBack(t *testing.T) {
 	d, now := stepDisc()
 	const x = "app-20260101000000-0001"
 	u, _ := url.Parse("http://10.0.0.5:4040")
 	mA, mB := "master:http://ma:8080", "master:http://mb:8080"
 	d.polls = []pollSource{listPoll{mA}, listPoll{mB}}
 	d.haCluster = map[string]string{mA: "a", mB: "b"}
+	at := func(m string, late time.Duration) []candidate {
+		return []candidate{{url: u, source: m, appID: x, seen: now.Add(late)}}
+	}
+	endedAt, round := -1, 0
+	poll := func(r1, r2 []candidate) {
+		round++
+		*now = now.Add(time.Second)
+		d.onPolled([][]candidate{r1, r2}, []bool{true, true})
+		if a := d.apps[x]; a != nil && a.app.State == Ended && endedAt < 0 {
+			endedAt = round
+		}
+		answerAsAlice(d, u, x)
+	}
+	poll(at(mA, 0), at(mB, time.Nanosecond)) // both list X at U; mB's read began later
+	d.histByID = map[string][]*historyApp{x: {{ID: x, User: "alice", Ref: HistoryRef{Server: "h", Completed: true}}}}
+	for range 60 {
+		poll(at(mA, 0), nil) // B's app stopped; mA lists alice's X
+	}
+	if a := d.apps[x]; endedAt >= 0 || a.app.State != Running || a.app.Source != mA {
+		t.Errorf("X, listed by mA every round, ended at round %d; now %v under %q", endedAt, a.app.State, a.app.Source)
+	}
+}
+
+// TestUnnamedPairFollowsBackFromNamedCluster: u1 and u2 are an HA pair
+// left unnamed; mB is a named cluster whose app has alice's id X and
+// registered U. u1 fails over to u2 while mB lists X too, and X follows
+// mB; once B's app stops, X follows u2 back, which lists it every round:
+// it never ends.
+func TestUnnamedPairFollowsBackFromNamedCluster(t *testing.T) {
+	d, now := stepDisc()
+	const x = "app-20260101000000-0001"
+	u, _ := url.Parse("http://10.0.0.5:4040")
+	u1, u2, mB := "master:http://u1:8080", "master:http://u2:8080", "master:http://mb:8080"
+	d.polls = []pollSource{listPoll{u1}, listPoll{u2}, listPoll{mB}}
+	d.haCluster = map[string]string{mB: "b"}
 	at := func(m string) []candidate {
 		return []candidate{{url: u, source: m, appID: x, seen: now.Add(time.Second)}}
 	}
-	poll := func(r1, r2 []candidate) {
+	endedAt, round := -1, 0
+	poll := func(r1, r2, r3 []candidate) {
+		round++
 		*now = now.Add(time.Second)
-		d.onPolled([][]candidate{r1, r2}, []bool{true, true})
+		d.onPolled([][]candidate{r1, r2, r3}, []bool{true, true, true})
+		if a := d.apps[x]; a != nil && a.app.State == Ended && endedAt < 0 {
+			endedAt = round
+		}
 		answerAsAlice(d, u, x)
 	}
 	for range 3 {
-		poll(at(mA), nil)
+		poll(at(u1), nil, at(mB))
 	}
+	poll(nil, at(u2), at(mB)) // u1 fails over to u2
 	for range 10 {
-		poll(nil, at(mB))
+		poll(nil, at(u2), nil) // B's app stops
 	}
-	if a := d.apps[x]; a.app.State == Running && a.app.Source == mA {
-		t.Errorf("X still running under %q ten rounds after it stopped listing X: cluster B's listing kept it there", mA)
+	if a := d.apps[x]; endedAt >= 0 || a.app.Source != u2 {
+		t.Errorf("X, listed by u2 every round, ended at round %d; source %q", endedAt, a.app.Source)
 	}
 }
