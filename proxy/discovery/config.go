@@ -273,18 +273,23 @@ func (c *Config) Validate() []error {
 			add(key, "%d host×port pairs exceed the limit of %d", n, maxProbeTargets)
 		}
 	}
-	masterAt := map[string]int{} // normalised URL -> index
+	masterAt := map[string]int{} // scheme://host:port/path -> index
 	for i, s := range c.Standalone {
 		u, err := parseRootURL(s.URL)
 		if err != nil {
 			add(fmt.Sprintf("standalone[%d].url", i), "%v", err)
 			continue
 		}
-		if j, dup := masterAt[u.String()]; dup {
+		port := u.Port()
+		if port == "" {
+			port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+		}
+		key := u.Scheme + "://" + strings.ToLower(u.Hostname()) + ":" + port + u.Path
+		if j, dup := masterAt[key]; dup {
 			add(fmt.Sprintf("standalone[%d].url", i), "%q is the master of standalone[%d] already", s.URL, j)
 			continue
 		}
-		masterAt[u.String()] = i
+		masterAt[key] = i
 	}
 	for i, s := range c.Static {
 		if _, err := parseRootURL(s); err != nil {

@@ -75,7 +75,8 @@ func TestConfigValidate(t *testing.T) {
 		Static:   []string{"ftp://x", "http://u:p@h:1"},
 		YARN:     []URLSource{{URL: "http://rm:8088/?a=b"}},
 		Standalone: []MasterSource{{URL: "http://m1:8080", Cluster: "a"}, {URL: "http://m2:8080", Cluster: "a"},
-			{URL: " http://m1:8080/", Cluster: "b"}},
+			{URL: " http://m1:8080/", Cluster: "b"}, {URL: "http://M2:8080", Cluster: "b"},
+			{URL: "http://m3", Cluster: "c"}, {URL: "http://m3:80/", Cluster: "d"}},
 		History: []HistorySource{
 			{Name: "proxy", URL: "http://h:18080"},
 			{Name: "Bad_Name", URL: "http://h:18080"},
@@ -97,6 +98,8 @@ func TestConfigValidate(t *testing.T) {
 		"discovery.probe[1].hosts: at least one host is required",
 		`discovery.probe[1].ports: "5-4" is not a port or range`,
 		`discovery.standalone[2].url: " http://m1:8080/" is the master of standalone[0] already`,
+		`discovery.standalone[3].url: "http://M2:8080" is the master of standalone[1] already`,
+		`discovery.standalone[5].url: "http://m3:80/" is the master of standalone[4] already`,
 		"discovery.static[0]: ",
 		"discovery.static[1]: ",
 		"discovery.kubernetes.namespaces[0]: ",

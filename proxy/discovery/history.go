@@ -103,7 +103,7 @@ func (h *historySource) poll(ctx context.Context) (apps []historyApp, changed bo
 	// Read into the buffer of the last poll: the list of 10,000 apps is
 	// megabytes, which growing a new buffer every interval copied twice
 	// over and left to the collector.
-	body, u, err := h.c.getBodyInto(ctx, h.base, "api/v1/applications", listBodyMax, &h.listBuf)
+	body, u, err := h.c.getListInto(ctx, h.base, "api/v1/applications", &h.listBuf)
 	defer releaseOversized(&h.listBuf, len(body))
 	if err != nil {
 		return nil, false, fmt.Errorf("listing %s: %w", h.name(), err)

@@ -38,7 +38,7 @@ func (m *masterSource) candidates(ctx context.Context) ([]candidate, error) {
 	}
 	// "json/", not "json": MasterPage's JSON is a servlet context at /json,
 	// and Jetty redirects the bare context path to the slash form.
-	if err := m.c.getJSON(ctx, m.base, "json/", listBodyMax, &state); err != nil {
+	if err := m.c.getListJSON(ctx, m.base, "json/", &state); err != nil {
 		return nil, fmt.Errorf("reading master %s: %w", m.base.Redacted(), err)
 	}
 	active := map[string]bool{}

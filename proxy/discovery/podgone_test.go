@@ -251,9 +251,10 @@ func TestSilentMasterEndsNothing(t *testing.T) {
 }
 
 // TestUnreadableActiveMasterEndsNothing: an HA pair. m1, active, names
-// alice's X at U; m2 is the standby (answers, lists nothing). Mallory's
-// oversized app name (larger than listBodyMax) makes m1's list
-// unreadable from then on. After the hold m1 counts as down, but m2's
+// alice's X at U; m2 is the standby (answers, lists nothing). A
+// partition between the gateway and m1 makes m1's list unreadable from
+// then on (an app's name larger than listBodyMax no longer can:
+// TestMasterListWithHugeAppName). After the hold m1 counts as down, but m2's
 // empty answers count only m2's apps: X, its driver answering every
 // check, stays running.
 func TestUnreadableActiveMasterEndsNothing(t *testing.T) {

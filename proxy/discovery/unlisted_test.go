@@ -183,7 +183,7 @@ func TestNewDriverAtSecondAddressFound(t *testing.T) {
 // names alice's X at U; m1 fails over to m2, which lists X at U; m1 comes
 // back as the standby and answers every poll with no apps, and X's source
 // follows the master that lists it (m2). Then m2's list becomes unreadable
-// (an oversized app name; or a partition between the gateway and m2) for
+// (a partition between the gateway and m2) for
 // longer than the hold. X's driver answers every check and m2 still runs
 // it: the standby's empty answers do not end it.
 func TestFailedOverActiveUnreadableKeepsApp(t *testing.T) {
@@ -231,7 +231,7 @@ func TestFailedOverActiveUnreadableKeepsApp(t *testing.T) {
 // standalone clusters A (mA) and B (mB). Master ids are app-<second>-<n>,
 // so B may hand out alice's id X too; an app on B registers its UI link
 // as U (the link is whatever the driver registered). mA, X's source, is
-// unreadable for a while (anyone's oversized app name) while mB lists "X"
+// unreadable for a while (a partition) while mB lists "X"
 // at U. X's source stays mA, which did not answer: were it to move to mB,
 // mB's empty answers, once B's app stops, would end alice's X, whose driver
 // answers at U all along.
@@ -306,7 +306,7 @@ func TestDeadActiveMasterFailoverEndsUnlisted(t *testing.T) {
 
 // TestCollidingListingMovesNoDownSource: as
 // TestCollidingListingMovesNoSilentSource, but mA's list stays unreadable
-// (an oversized app name, as in TestUnreadableActiveMasterEndsNothing) past
+// (a partition, as in TestUnreadableActiveMasterEndsNothing) past
 // the hold while cluster B's app with the colliding id X, its UI link
 // registered as U, runs for minutes; no master names its cluster. X's
 // source stays mA, and mB's empty answers once B's app stops do not end

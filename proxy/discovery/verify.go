@@ -23,6 +23,8 @@ const (
 	driverBodyMax = 1 << 20                // a driver's app list is one small object
 	envBodyMax    = 16 << 20               // environments list every classpath entry
 	listBodyMax   = 64 << 20               // a History Server lists every app it has
+	listStringMax = 64 << 10               // a list's strings are cut here: app names are users' choice
+	listRawMax    = 1 << 30                // a list as sent, before its strings are cut
 	maxIdleConns  = 1024                   // idle connections to drivers and servers, in all
 	startingMax   = 2 * time.Minute        // Spark shows its placeholder until SparkContext is up
 	nonJSONMax    = 30 * time.Second       // HTML 404s and other non-JSON answers while handlers attach
@@ -195,6 +197,26 @@ func (c *client) getJSON(ctx context.Context, base *url.URL, p string, limit int
 	if err != nil {
 		return err
 	}
+	return decodeJSON(u, body, v)
+}
+
+// getListJSON is getJSON for a cluster manager's or History Server's list
+// of apps: its strings are cut to listStringMax bytes as it is read
+// (stringCapper), and it is then read up to listBodyMax bytes.
+func (c *client) getListJSON(ctx context.Context, base *url.URL, p string, v any) error {
+	body, u, err := c.fetch(ctx, base, p, listBodyMax, nil, true)
+	if err != nil {
+		return err
+	}
+	return decodeJSON(u, body, v)
+}
+
+// getListInto is getBodyInto for a list, as getListJSON reads it.
+func (c *client) getListInto(ctx context.Context, base *url.URL, p string, buf *bytes.Buffer) ([]byte, *url.URL, error) {
+	return c.fetch(ctx, base, p, listBodyMax, buf, true)
+}
+
+func decodeJSON(u *url.URL, body []byte, v any) error {
 	if err := json.Unmarshal(body, v); err != nil {
 		return fmt.Errorf("%s: decoding: %w: %w", u.Redacted(), errNotDriver, err)
 	}
@@ -211,6 +233,11 @@ func (c *client) getBody(ctx context.Context, base *url.URL, p string, limit int
 // getBodyInto is getBody reading into buf when it is not nil: the body
 // returned is buf's bytes, valid until buf is reused.
 func (c *client) getBodyInto(ctx context.Context, base *url.URL, p string, limit int64, buf *bytes.Buffer) ([]byte, *url.URL, error) {
+	return c.fetch(ctx, base, p, limit, buf, false)
+}
+
+// fetch is getBodyInto, with the strings of a list cut as they are read.
+func (c *client) fetch(ctx context.Context, base *url.URL, p string, limit int64, buf *bytes.Buffer, list bool) ([]byte, *url.URL, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	p, query, _ := strings.Cut(p, "?")
@@ -226,13 +253,18 @@ func (c *client) getBodyInto(ctx context.Context, base *url.URL, p string, limit
 		return nil, u, &unreachableError{refused: errors.Is(err, syscall.ECONNREFUSED), err: err}
 	}
 	defer func() { _ = resp.Body.Close() }() // read-only body; a close error loses nothing
+	var r io.Reader = resp.Body
+	if list {
+		r = newStringCapper(io.LimitReader(r, listRawMax), listStringMax)
+	}
+	r = io.LimitReader(r, limit+1)
 	var body []byte
 	if buf != nil {
 		buf.Reset()
-		_, err = buf.ReadFrom(io.LimitReader(resp.Body, limit+1))
+		_, err = buf.ReadFrom(r)
 		body = buf.Bytes()
 	} else {
-		body, err = io.ReadAll(io.LimitReader(resp.Body, limit+1))
+		body, err = io.ReadAll(r)
 	}
 	if err != nil {
 		return nil, u, &unreachableError{err: fmt.Errorf("reading %s: %w", u.Redacted(), err)}

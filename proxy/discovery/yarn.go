@@ -31,7 +31,7 @@ func (y *yarnSource) candidates(ctx context.Context) ([]candidate, error) {
 		} `json:"apps"`
 	}
 	u := *y.base
-	if err := y.c.getJSON(ctx, &u, "ws/v1/cluster/apps?states=RUNNING", listBodyMax, &resp); err != nil {
+	if err := y.c.getListJSON(ctx, &u, "ws/v1/cluster/apps?states=RUNNING", &resp); err != nil {
 		return nil, fmt.Errorf("reading resource manager %s: %w", y.base.Redacted(), err)
 	}
 	if resp.Apps == nil { // {"apps":null} when nothing runs

@@ -1,0 +1,180 @@
+package discovery
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+func capAll(t testing.TB, in []byte, limit int, oneByte bool) []byte {
+	t.Helper()
+	var r io.Reader = bytes.NewReader(in)
+	if oneByte {
+		r = iotest.OneByteReader(r)
+	}
+	out, err := io.ReadAll(newStringCapper(r, limit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestStringCapperCutsLongNames: a master's list with one app named with
+// 8 MiB of text (plain, and escapes of every kind) decodes with every id
+// whole and the long names cut to about max bytes; short strings, numbers
+// and structure are untouched.
+func TestStringCapperCutsLongNames(t *testing.T) {
+	for _, unit := range []string{"A", `\"`, `\u00e9`, "é", `\\`, `\n`} {
+		long := strings.Repeat(unit, (8<<20)/len(unit))
+		in := `{"activeapps":[{"id":"app-20260101000000-0001","name":"etl","cores":4},` +
+			`{"id":"app-20260101000000-0002","name":"` + long + `","user":"mallory"},` +
+			`{"id":"app-20260101000000-0003","name":"x\"y\\z"}],"status":"ALIVE"}`
+		for _, oneByte := range []bool{false, true} {
+			if oneByte && unit != `\u00e9` {
+				continue // one-byte reads of 8 MiB: once is enough
+			}
+			out := capAll(t, []byte(in), 1<<10, oneByte)
+			var got struct {
+				ActiveApps []struct{ ID, Name, User string } `json:"activeapps"`
+				Status     string                            `json:"status"`
+			}
+			if err := json.Unmarshal(out, &got); err != nil {
+				t.Fatalf("unit %q: capped list does not decode: %v", unit, err)
+			}
+			if len(got.ActiveApps) != 3 || got.Status != "ALIVE" || got.ActiveApps[1].User != "mallory" {
+				t.Fatalf("unit %q: %+v", unit, got)
+			}
+			for i, a := range got.ActiveApps {
+				if a.ID != "app-20260101000000-000"+string(rune('1'+i)) {
+					t.Errorf("unit %q: app %d id %q", unit, i, a.ID)
+				}
+			}
+			if got.ActiveApps[0].Name != "etl" || got.ActiveApps[2].Name != `x"y\z` {
+				t.Errorf("unit %q: short names changed: %q %q", unit, got.ActiveApps[0].Name, got.ActiveApps[2].Name)
+			}
+			if n := len(got.ActiveApps[1].Name); n == 0 || n > 1<<10+8 || len(out) > 2<<10 {
+				t.Errorf("unit %q: long name cut to %d bytes, list %d bytes; want about 1 KiB", unit, n, len(out))
+			}
+		}
+	}
+}
+
+// FuzzStringCapper: any text whose strings all fit passes through
+// unchanged, in any split of reads; valid JSON stays valid JSON with the
+// same shape, whatever is cut.
+func FuzzStringCapper(f *testing.F) {
+	for _, s := range []string{
+		`{"activeapps":[{"id":"app-1","name":"abcdefgh"}],"status":"ALIVE"}`,
+		`["\u00e9\u00e9\u00e9","\\\\\\\\","\"\"\"\"",1,true,null,{"k\tk":"v"}]`,
+		`{"a":"` + strings.Repeat("é", 20) + `"}`, `"unterminated \`, `{"a":1}`,
+	} {
+		f.Add([]byte(s), uint8(3), false)
+		f.Add([]byte(s), uint8(64), true)
+	}
+	f.Fuzz(func(t *testing.T, in []byte, limit uint8, oneByte bool) {
+		m := int(limit%32) + 1
+		out := capAll(t, in, m, oneByte)
+		if !oneByte {
+			// The same cut, read a byte at a time.
+			if again := capAll(t, in, m, true); !bytes.Equal(again, out) {
+				t.Fatalf("split reads differ:\n%q\n%q", out, again)
+			}
+		}
+		if !json.Valid(in) {
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("valid %q became invalid %q (max %d)", in, out, m)
+		}
+		if shape(in) != shape(out) {
+			t.Fatalf("shape changed: %q -> %q", in, out)
+		}
+		if longestRaw(in) <= m && !bytes.Equal(in, out) {
+			t.Fatalf("nothing to cut, yet %q -> %q", in, out)
+		}
+	})
+}
+
+// shape is the JSON text's token stream with every string, key or value,
+// written as s: what a cut must not change.
+func shape(in []byte) string {
+	d := json.NewDecoder(bytes.NewReader(in))
+	d.UseNumber()
+	var b strings.Builder
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return b.String()
+		}
+		if _, ok := tok.(string); ok {
+			tok = "s"
+		}
+		fmt.Fprintf(&b, "%v ", tok)
+	}
+}
+
+// longestRaw is the length of the longest string in a JSON text as
+// written, escapes and all.
+func longestRaw(in []byte) int {
+	n, cur, inStr, esc := 0, 0, false, false
+	for _, c := range in {
+		switch {
+		case !inStr:
+			if c == '"' {
+				inStr, cur = true, 0
+			}
+		case esc:
+			esc = false
+			cur++
+		case c == '\\':
+			esc = true
+			cur++
+		case c == '"':
+			inStr = false
+			n = max(n, cur)
+		default:
+			cur++
+		}
+	}
+	return n
+}
+
+// TestMasterListWithHugeAppName: anyone may name an app with more bytes
+// than a list may hold (listBodyMax). The master's list stays readable:
+// the other apps on it are found, and the poll answers in full.
+func TestMasterListWithHugeAppName(t *testing.T) {
+	const x, big = "app-20260101000000-0001", "app-20260101000000-0002"
+	huge := strings.Repeat("n", listBodyMax+(1<<20))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/json/":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"activeapps":[{"id":%q,"name":"etl"},{"id":%q,"name":"%s"}],"status":"ALIVE"}`, x, big, huge)
+		case "/app/":
+			fmt.Fprintf(w, `<a href="http://10.0.0.5:%d">Application Detail UI</a>`, map[string]int{x: 4040, big: 4041}[r.URL.Query().Get("appId")])
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	m := newMasterSource(mustURL(t, srv.URL), newClient(nil))
+	cands, err := m.candidates(context.Background())
+	if err != nil {
+		t.Fatalf("master with one huge app name: %v", err)
+	}
+	var ids []string
+	for _, c := range cands {
+		ids = append(ids, c.appID+"@"+u2s(c.url))
+	}
+	if want := []string{x + "@http://10.0.0.5:4040", big + "@http://10.0.0.5:4041"}; !slices.Equal(ids, want) {
+		t.Errorf("found %v; want %v", ids, want)
+	}
+}
