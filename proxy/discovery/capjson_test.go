@@ -178,3 +178,34 @@ func TestMasterListWithHugeAppName(t *testing.T) {
 		t.Errorf("found %v; want %v", ids, want)
 	}
 }
+
+// BenchmarkStringCapper: a History Server's list of 10,000 apps as it is
+// read each interval, through the capper and plainly (io.Copy).
+func BenchmarkStringCapper(b *testing.B) {
+	var list bytes.Buffer
+	list.WriteString("[")
+	for i := range 10000 {
+		if i > 0 {
+			list.WriteString(",")
+		}
+		fmt.Fprintf(&list, `{"id":"application_1764000000000_%05d","name":"nightly \"etl\" job %d","attempts":[{"attemptId":"1","startTime":"2026-12-01T10:00:00.000GMT","endTime":"2026-12-01T11:00:00.000GMT","lastUpdated":"2026-12-01T11:00:00.000GMT","duration":3600000,"sparkUser":"alice","completed":true,"appSparkVersion":"3.5.9","startTimeEpoch":1764583200000,"endTimeEpoch":1764586800000,"lastUpdatedEpoch":1764586800000}]}`, i, i)
+	}
+	list.WriteString("]")
+	in := list.Bytes()
+	for _, capped := range []bool{true, false} {
+		b.Run(map[bool]string{true: "capper", false: "io.Copy"}[capped], func(b *testing.B) {
+			b.SetBytes(int64(len(in)))
+			var out bytes.Buffer
+			for b.Loop() {
+				out.Reset()
+				var r io.Reader = bytes.NewReader(in)
+				if capped {
+					r = newStringCapper(r, listStringMax)
+				}
+				if _, err := out.ReadFrom(r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
