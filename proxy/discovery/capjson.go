@@ -41,9 +41,14 @@ func (c *stringCapper) Read(p []byte) (int, error) {
 	}
 }
 
-// filter compacts b to the bytes passed on and returns their count.
+// filter compacts b to the bytes passed on and returns their count. Each
+// byte is looked at a bounded number of times: the next quote is found
+// once and kept while the escapes before it are passed (a name of
+// backslashes would otherwise have the rest of b searched again after
+// each one).
 func (c *stringCapper) filter(b []byte) int {
 	w, i := 0, 0
+	quote := -1 // index in b of the next '"' at or after i; -1: not known
 	keep := func(k []byte) {
 		w += copy(b[w:], k)
 	}
@@ -78,10 +83,13 @@ func (c *stringCapper) filter(b []byte) int {
 			continue
 		}
 		// A run of plain bytes up to the next quote or backslash.
-		end := len(b)
-		if q := bytes.IndexByte(b[i:], '"'); q >= 0 {
-			end = i + q
+		if quote < i {
+			quote = len(b)
+			if q := bytes.IndexByte(b[i:], '"'); q >= 0 {
+				quote = i + q
+			}
 		}
+		end := quote
 		if s := bytes.IndexByte(b[i:end], '\\'); s >= 0 {
 			end = i + s
 		}

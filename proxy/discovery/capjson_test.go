@@ -148,11 +148,19 @@ func longestRaw(in []byte) int {
 }
 
 // TestMasterListWithHugeAppName: anyone may name an app with more bytes
-// than a list may hold (listBodyMax). The master's list stays readable:
-// the other apps on it are found, and the poll answers in full.
+// than a list may hold (listBodyMax), of plain letters or of what JSON
+// escapes (a backslash is sent as two bytes, U+0001 as six). The master's
+// list stays readable: the other apps on it are found, and the poll
+// answers in full.
 func TestMasterListWithHugeAppName(t *testing.T) {
+	for _, unit := range []string{"n", `\\`, `\u0001`} {
+		t.Run(unit, func(t *testing.T) { masterListWithHugeAppName(t, unit) })
+	}
+}
+
+func masterListWithHugeAppName(t *testing.T, unit string) {
 	const x, big = "app-20260101000000-0001", "app-20260101000000-0002"
-	huge := strings.Repeat("n", listBodyMax+(1<<20))
+	huge := strings.Repeat(unit, (listBodyMax+(1<<20))/len(unit))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/json/":
@@ -207,5 +215,43 @@ func BenchmarkStringCapper(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestHistoryListOfManyLongStrings: each cut string still takes
+// listStringMax bytes; a list of 1,100 attempts each with a user of
+// 100 KiB (an event log anyone who may write the log directory can
+// forge; on a master, 1,100 apps with such names) would still be larger
+// than listBodyMax if strings were cut to 64 KiB. Cut to listStringMax,
+// the list is read, and the other apps on it are listed.
+func TestHistoryListOfManyLongStrings(t *testing.T) {
+	var b bytes.Buffer
+	b.WriteString(`[{"id":"app-20260101000000-0001","name":"victim","attempts":[{"sparkUser":"alice","completed":true,"startTimeEpoch":1}]},`)
+	b.WriteString(`{"id":"app-20260101000000-0666","name":"x","attempts":[`)
+	user := strings.Repeat("m", 100<<10)
+	for i := range 1100 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"attemptId":"%d","sparkUser":"%s","completed":true,"startTimeEpoch":%d}`, i, user, i+2)
+	}
+	b.WriteString(`]}]`)
+	body := b.Bytes()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/applications" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
+	}))
+	defer srv.Close()
+	h, err := newHistorySource(HistorySource{Name: "hs", URL: srv.URL}, newClient(nil), DefaultInterval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apps, _, err := h.poll(context.Background())
+	if err != nil || len(apps) == 0 || apps[0].Name != "victim" {
+		t.Fatalf("the victim's app is hidden: %d apps, %v", len(apps), err)
 	}
 }

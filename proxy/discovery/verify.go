@@ -23,7 +23,7 @@ const (
 	driverBodyMax = 1 << 20                // a driver's app list is one small object
 	envBodyMax    = 16 << 20               // environments list every classpath entry
 	listBodyMax   = 64 << 20               // a History Server lists every app it has
-	listStringMax = 64 << 10               // a list's strings are cut here: app names are users' choice
+	listStringMax = 1 << 10                // an oversized list's strings are cut here: app names are users' choice
 	listRawMax    = 1 << 30                // a list as sent, before its strings are cut
 	maxIdleConns  = 1024                   // idle connections to drivers and servers, in all
 	startingMax   = 2 * time.Minute        // Spark shows its placeholder until SparkContext is up
@@ -265,7 +265,7 @@ func (c *client) fetch(ctx context.Context, base *url.URL, p string, limit int64
 		// cost of about 2.5 ns a byte).
 		var cut bytes.Buffer
 		sent := io.MultiReader(bytes.NewReader(buf.Bytes()), io.LimitReader(resp.Body, listRawMax))
-		_, err = cut.ReadFrom(io.LimitReader(newStringCapper(sent, listStringMax), limit+1))
+		_, err = cut.ReadFrom(io.LimitReader(newStringCapper(ctxReader{ctx, sent}, listStringMax), limit+1))
 		buf.Reset()
 		buf.Write(cut.Bytes())
 	}
@@ -301,6 +301,21 @@ func (c *client) fetch(ctx context.Context, base *url.URL, p string, limit int64
 		return nil, u, fmt.Errorf("%s: %w", u.Redacted(), errNotJSON)
 	}
 	return trimmed, u, nil
+}
+
+// ctxReader reads from r until ctx is done: a reader of memory (the part
+// of a list read before its strings were cut) minds the call's deadline
+// too.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // redirectsToJobs reports whether resp redirects to a path that ends in
