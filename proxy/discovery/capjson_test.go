@@ -28,18 +28,18 @@ func capAll(t testing.TB, in []byte, limit int, oneByte bool) []byte {
 }
 
 // TestStringCapperCutsLongNames: a master's list with one app named with
-// 8 MiB of text (plain, and escapes of every kind) decodes with every id
+// 2 MiB of text (plain, and escapes of every kind) decodes with every id
 // whole and the long names cut to about max bytes; short strings, numbers
 // and structure are untouched.
 func TestStringCapperCutsLongNames(t *testing.T) {
 	for _, unit := range []string{"A", `\"`, `\u00e9`, "é", `\\`, `\n`} {
-		long := strings.Repeat(unit, (8<<20)/len(unit))
+		long := strings.Repeat(unit, (2<<20)/len(unit))
 		in := `{"activeapps":[{"id":"app-20260101000000-0001","name":"etl","cores":4},` +
 			`{"id":"app-20260101000000-0002","name":"` + long + `","user":"mallory"},` +
 			`{"id":"app-20260101000000-0003","name":"x\"y\\z"}],"status":"ALIVE"}`
 		for _, oneByte := range []bool{false, true} {
 			if oneByte && unit != `\u00e9` {
-				continue // one-byte reads of 8 MiB: once is enough
+				continue // one-byte reads of 2 MiB: once is enough
 			}
 			out := capAll(t, []byte(in), 1<<10, oneByte)
 			var got struct {
@@ -148,7 +148,8 @@ func longestRaw(in []byte) int {
 }
 
 // TestMasterListWithHugeAppName: anyone may name an app with more bytes
-// than a list may hold (listBodyMax), of plain letters or of what JSON
+// than a list may hold (listBodyMax; 1 MiB here, so that the test does not
+// race the call's deadline under -race), of plain letters or of what JSON
 // escapes (a backslash is sent as two bytes, U+0001 as six). The master's
 // list stays readable: the other apps on it are found, and the poll
 // answers in full.
@@ -160,7 +161,8 @@ func TestMasterListWithHugeAppName(t *testing.T) {
 
 func masterListWithHugeAppName(t *testing.T, unit string) {
 	const x, big = "app-20260101000000-0001", "app-20260101000000-0002"
-	huge := strings.Repeat(unit, (listBodyMax+(1<<20))/len(unit))
+	const limit = 1 << 20
+	huge := strings.Repeat(unit, (limit+(1<<20))/len(unit))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/json/":
@@ -173,7 +175,9 @@ func masterListWithHugeAppName(t *testing.T, unit string) {
 		}
 	}))
 	defer srv.Close()
-	m := newMasterSource(mustURL(t, srv.URL), newClient(nil))
+	c := newClient(nil)
+	c.listMax = limit
+	m := newMasterSource(mustURL(t, srv.URL), c)
 	cands, err := m.candidates(context.Background())
 	if err != nil {
 		t.Fatalf("master with one huge app name: %v", err)
@@ -219,17 +223,18 @@ func BenchmarkStringCapper(b *testing.B) {
 }
 
 // TestHistoryListOfManyLongStrings: each cut string still takes
-// listStringMax bytes; a list of 1,100 attempts each with a user of
-// 100 KiB (an event log anyone who may write the log directory can
-// forge; on a master, 1,100 apps with such names) would still be larger
-// than listBodyMax if strings were cut to 64 KiB. Cut to listStringMax,
+// listStringMax bytes, so the cut must be short for a list of many long
+// strings to fit: 600 attempts each with a user of 16 KiB (an event log
+// anyone who may write the log directory can forge; on a master, 600 apps
+// with such names) in a list that may hold 1 MiB (listBodyMax is 64 MiB:
+// 1,025 strings cut to 64 KiB would not fit in it). Cut to listStringMax,
 // the list is read, and the other apps on it are listed.
 func TestHistoryListOfManyLongStrings(t *testing.T) {
 	var b bytes.Buffer
 	b.WriteString(`[{"id":"app-20260101000000-0001","name":"victim","attempts":[{"sparkUser":"alice","completed":true,"startTimeEpoch":1}]},`)
 	b.WriteString(`{"id":"app-20260101000000-0666","name":"x","attempts":[`)
-	user := strings.Repeat("m", 100<<10)
-	for i := range 1100 {
+	user := strings.Repeat("m", 16<<10)
+	for i := range 600 {
 		if i > 0 {
 			b.WriteString(",")
 		}
@@ -246,7 +251,9 @@ func TestHistoryListOfManyLongStrings(t *testing.T) {
 		_, _ = w.Write(body)
 	}))
 	defer srv.Close()
-	h, err := newHistorySource(HistorySource{Name: "hs", URL: srv.URL}, newClient(nil), DefaultInterval)
+	c := newClient(nil)
+	c.listMax = 1 << 20
+	h, err := newHistorySource(HistorySource{Name: "hs", URL: srv.URL}, c, DefaultInterval)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -137,6 +137,8 @@ type client struct {
 	// (app lists; environments, which are larger and may wait), so 500
 	// drivers found together are asked in parallel but not all at once.
 	drivers, envs chan struct{}
+	// listMax is the most a list may hold (0: listBodyMax).
+	listMax int64
 }
 
 // driverParallel and envParallel are how many app list and environment
@@ -205,7 +207,7 @@ func (c *client) getJSON(ctx context.Context, base *url.URL, p string, limit int
 // strings cut to listStringMax bytes (stringCapper), and then read up to
 // listBodyMax bytes.
 func (c *client) getListJSON(ctx context.Context, base *url.URL, p string, v any) error {
-	body, u, err := c.fetch(ctx, base, p, listBodyMax, nil, true)
+	body, u, err := c.fetch(ctx, base, p, c.listLimit(), nil, true)
 	if err != nil {
 		return err
 	}
@@ -214,7 +216,14 @@ func (c *client) getListJSON(ctx context.Context, base *url.URL, p string, v any
 
 // getListInto is getBodyInto for a list, as getListJSON reads it.
 func (c *client) getListInto(ctx context.Context, base *url.URL, p string, buf *bytes.Buffer) ([]byte, *url.URL, error) {
-	return c.fetch(ctx, base, p, listBodyMax, buf, true)
+	return c.fetch(ctx, base, p, c.listLimit(), buf, true)
+}
+
+func (c *client) listLimit() int64 {
+	if c.listMax > 0 {
+		return c.listMax
+	}
+	return listBodyMax
 }
 
 func decodeJSON(u *url.URL, body []byte, v any) error {
