@@ -90,9 +90,7 @@ func TestActiveMasterBlipKeepsApp(t *testing.T) {
 	m1, m2 := "master:http://m1:8080", "master:http://m2:8080"
 	d.polls = []pollSource{listPoll{m1}, listPoll{m2}}
 	// Read during the coming round (offer clamps seen to its now).
-	at := func(m string) []candidate {
-		return []candidate{{url: u, source: m, appID: x, seen: now.Add(time.Second)}}
-	}
+	at := listsAt(now, u, x)
 	ended := false
 	poll := func(r1 []candidate, ok1 bool, r2 []candidate, ok2 bool) {
 		*now = now.Add(time.Second)

@@ -165,9 +165,7 @@ func TestLongMasterFailoverKeepsApp(t *testing.T) {
 	u, _ := url.Parse("http://10.0.0.5:4040")
 	m1, m2 := "master:http://m1:8080", "master:http://m2:8080"
 	d.polls = []pollSource{listPoll{m1}, listPoll{m2}}
-	at := func(m string) []candidate {
-		return []candidate{{url: u, source: m, appID: x, seen: now.Add(time.Second)}}
-	}
+	at := listsAt(now, u, x)
 	endedAt := -1
 	round := 0
 	poll := func(r1 []candidate, ok1 bool, r2 []candidate, ok2 bool) {

@@ -48,6 +48,15 @@ func (m *fakeMaster) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// listsAt returns what a source that gives ids finds when it lists app id
+// at u: a candidate read a second after *now, as the rounds of stepDisc
+// tests advance it.
+func listsAt(now *time.Time, u *url.URL, id string) func(source string) []candidate {
+	return func(source string) []candidate {
+		return []candidate{{url: u, source: source, appID: id, seen: now.Add(time.Second)}}
+	}
+}
+
 // TestUILessAppDoesNotKeepPortTakerLive: alice's X, named by the master at
 // U, finishes; a process that took U answers every liveness check as
 // X/alice. Meanwhile anyone runs an app W on the same master with
@@ -192,9 +201,7 @@ func TestFailedOverActiveUnreadableKeepsApp(t *testing.T) {
 	u, _ := url.Parse("http://10.0.0.5:4040")
 	m1, m2 := "master:http://m1:8080", "master:http://m2:8080"
 	d.polls = []pollSource{listPoll{m1}, listPoll{m2}}
-	at := func(m string) []candidate {
-		return []candidate{{url: u, source: m, appID: x, seen: now.Add(time.Second)}}
-	}
+	at := listsAt(now, u, x)
 	endedAt, round, endedRounds := -1, 0, 0
 	poll := func(r1 []candidate, ok1 bool, r2 []candidate, ok2 bool) {
 		round++
@@ -276,9 +283,7 @@ func TestDeadActiveMasterFailoverEndsUnlisted(t *testing.T) {
 	m1, m2 := "master:http://m1:8080", "master:http://m2:8080"
 	d.polls = []pollSource{listPoll{m1}, listPoll{m2}}
 	d.haCluster = map[string]string{m1: "a", m2: "a"}
-	at := func(m string) []candidate {
-		return []candidate{{url: u, source: m, appID: x, seen: now.Add(time.Second)}}
-	}
+	at := listsAt(now, u, x)
 	poll := func(r1 []candidate, ok1 bool, r2 []candidate, ok2 bool) {
 		*now = now.Add(time.Second)
 		d.onPolled([][]candidate{r1, r2}, []bool{ok1, ok2})
@@ -317,9 +322,7 @@ func TestCollidingListingMovesNoDownSource(t *testing.T) {
 	u, _ := url.Parse("http://10.0.0.5:4040")
 	mA, mB := "master:http://ma:8080", "master:http://mb:8080"
 	d.polls = []pollSource{listPoll{mA}, listPoll{mB}}
-	at := func(m string) []candidate {
-		return []candidate{{url: u, source: m, appID: x, seen: now.Add(time.Second)}}
-	}
+	at := listsAt(now, u, x)
 	endedAt, round := -1, 0
 	poll := func(r1 []candidate, ok1 bool, r2 []candidate) {
 		round++
@@ -357,9 +360,7 @@ func TestOtherClusterTakesNothingOver(t *testing.T) {
 	mA, mB1, mB2 := "master:http://ma:8080", "master:http://mb1:8080", "master:http://mb2:8080"
 	d.polls = []pollSource{listPoll{mA}, listPoll{mB1}, listPoll{mB2}}
 	d.haCluster = map[string]string{mA: "a", mB1: "b", mB2: "b"}
-	at := func(m string) []candidate {
-		return []candidate{{url: u, source: m, appID: x, seen: now.Add(time.Second)}}
-	}
+	at := listsAt(now, u, x)
 	type ans struct {
 		c  []candidate
 		ok bool
@@ -452,9 +453,7 @@ func TestUnnamedPairFollowsBackFromNamedCluster(t *testing.T) {
 	u1, u2, mB := "master:http://u1:8080", "master:http://u2:8080", "master:http://mb:8080"
 	d.polls = []pollSource{listPoll{u1}, listPoll{u2}, listPoll{mB}}
 	d.haCluster = map[string]string{mB: "b"}
-	at := func(m string) []candidate {
-		return []candidate{{url: u, source: m, appID: x, seen: now.Add(time.Second)}}
-	}
+	at := listsAt(now, u, x)
 	endedAt, round := -1, 0
 	poll := func(r1, r2, r3 []candidate) {
 		round++
