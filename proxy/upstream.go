@@ -30,6 +30,8 @@ type upstreamTarget struct {
 	// "History Server main".
 	label string
 	rp    *httputil.ReverseProxy
+	// slots bounds its requests in flight (Config.MaxRequestsPerUpstream).
+	slots *slotLimit
 }
 
 // upKey identifies an upstream without allocating a string per request.
@@ -71,13 +73,14 @@ func newTransport(cfg Config) *http.Transport {
 	// Below Spark 4's 8 s server-side idle timeout, see Config.
 	t.IdleConnTimeout = cfg.IdleConnTimeout
 	// A Spark UI page pulls dozens of assets and REST calls from the same
-	// driver, and many users may watch one driver: keep enough idle
-	// connections that 64 concurrent requests to one driver reuse theirs
-	// instead of dialing anew after each answer (TestUpstreamNoRedial).
-	// Only connections that were in use at once are ever kept, and each
-	// is closed after IdleConnTimeout.
-	t.MaxIdleConnsPerHost = maxIdlePerUpstream
-	t.MaxIdleConns = 4 * maxIdlePerUpstream
+	// driver, and many users may watch one driver: keep as many idle
+	// connections as one driver may have requests in flight, so that
+	// concurrent requests to one driver reuse theirs instead of dialing
+	// anew after each answer (TestUpstreamNoRedial). Only connections that
+	// were in use at once are ever kept, and each is closed after
+	// IdleConnTimeout.
+	t.MaxIdleConnsPerHost = cfg.MaxRequestsPerUpstream
+	t.MaxIdleConns = 4 * cfg.MaxRequestsPerUpstream
 	// Ask upstreams for identity encoding: Spark's Jetty gzips every page
 	// for a client that accepts it (level 6), and that CPU is the driver's,
 	// taken from the user's application. Measured with wrk on a 3.5.9
@@ -98,9 +101,6 @@ func newTransport(cfg Config) *http.Transport {
 	t.Protocols.SetHTTP1(true)
 	return t
 }
-
-// maxIdlePerUpstream is the transport's MaxIdleConnsPerHost.
-const maxIdlePerUpstream = 128
 
 // upstreamReadBuffer is the transport's ReadBufferSize.
 const upstreamReadBuffer = 32 << 10
@@ -158,10 +158,12 @@ func (u *upstreams) sweepLocked() {
 func (u *upstreams) newReverseProxy(t *upstreamTarget) *httputil.ReverseProxy {
 	s := u.s
 	base := t.base
-	var transport http.RoundTripper = u.transport
+	// Each of loadRetry's asks holds a slot, until its answer is closed.
+	t.slots = newSlotLimit(u.transport, s.cfg.MaxRequestsPerUpstream, s.cfg.DialTimeout)
+	var transport http.RoundTripper = t.slots
 	for _, hb := range s.hs {
 		if hb.Scheme == base.Scheme && hb.Host == base.Host && hb.Path == base.Path {
-			transport = loadRetry{u.transport}
+			transport = loadRetry{t.slots}
 		}
 	}
 	transport = no1xx{transport}
@@ -517,6 +519,15 @@ func (s *Server) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 		he.Msg = fmt.Sprintf("%s sent a page sparkgate cannot check for kill controls", st.upstream.label)
 	case upstreamTimeout:
 		he.Msg = fmt.Sprintf("%s of %s did not answer in time", st.upstream.label, appLabel(st))
+	case upstreamBusy:
+		// Not the driver's failure as such: no suspect call, and the
+		// page says to try again rather than that the app has ended.
+		he.Status = http.StatusServiceUnavailable
+		he.Title = "Upstream busy"
+		he.Msg = fmt.Sprintf("%s of %s has as many requests in flight as the gateway lets one upstream have, and none ended in time; try again later", st.upstream.label, appLabel(st))
+		he.RetryAfter = 10
+		s.writeError(w, r, st, he)
+		return
 	default:
 		he.Msg = fmt.Sprintf("%s of %s did not answer", st.upstream.label, appLabel(st))
 		if st.suspectID != "" && (kind == upstreamRefused || kind == upstreamClosed) {
@@ -543,6 +554,7 @@ const (
 	upstreamRefused      = "refused"
 	upstreamClosed       = "closed" // the connection ended before an answer
 	upstreamTimeout      = "timeout"
+	upstreamBusy         = "busy" // every slot taken (slotLimit)
 	upstreamOther        = "other"
 )
 
@@ -553,6 +565,8 @@ func upstreamErrorKind(err error) string {
 		return upstreamRedirectAway
 	case errors.Is(err, errEncodedHTML):
 		return upstreamEncodedHTML
+	case errors.Is(err, errUpstreamBusy):
+		return upstreamBusy
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return upstreamRefused
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET):
