@@ -57,14 +57,15 @@ type Config struct {
 	// 4 closes idle connections after 8s (SPARK-45248); closing ours first
 	// avoids sending a request on a connection the driver is closing.
 	IdleConnTimeout time.Duration `yaml:"idle_conn_timeout"`
-	// MaxRequestsPerUpstream bounds the requests one driver or History
-	// Server has in flight through this gateway (from the request until
-	// its answer is sent); more wait for one to end, up to DialTimeout,
-	// then get a 503. Default 128: a driver's UI runs on Jetty's default
-	// pool of 200 threads, and a driver that hangs, by accident or on
-	// purpose, holds no more of the gateway's connections than this. As
-	// many idle connections are kept for reuse.
-	MaxRequestsPerUpstream int `yaml:"max_requests_per_upstream"`
+	// MaxRequestsPerDriver bounds the requests one driver (or other
+	// discovered upstream: a worker's or NodeManager's log pages) has in
+	// flight through this gateway, from the request until its answer is
+	// sent; more wait for one to end, up to DialTimeout, then get a 503.
+	// Default 128: a driver's UI runs on Jetty's default pool of 200
+	// threads, and a driver that stalls, by accident or on purpose, holds
+	// no more of the gateway's connections than this. As many idle
+	// connections are kept for reuse. History Servers are not bounded.
+	MaxRequestsPerDriver int `yaml:"max_requests_per_driver"`
 	// AppDomain, when set ("apps.example.com"), serves each app on a host
 	// of its own, <app-id>.<app_domain> (wildcard DNS and certificate), so
 	// that one driver's page cannot script another app or the gateway's
@@ -95,8 +96,8 @@ func (c *Config) SetDefaults() {
 	if c.IdleConnTimeout == 0 {
 		c.IdleConnTimeout = 5 * time.Second
 	}
-	if c.MaxRequestsPerUpstream == 0 {
-		c.MaxRequestsPerUpstream = 128
+	if c.MaxRequestsPerDriver == 0 {
+		c.MaxRequestsPerDriver = 128
 	}
 }
 
@@ -118,8 +119,8 @@ func (c *Config) Validate() []error {
 			errs = append(errs, fmt.Errorf("%s: must be positive, got %v", d.key, d.v))
 		}
 	}
-	if c.MaxRequestsPerUpstream < 1 || c.MaxRequestsPerUpstream > 10000 {
-		errs = append(errs, fmt.Errorf("proxy.max_requests_per_upstream: must be from 1 to 10000, got %d", c.MaxRequestsPerUpstream))
+	if c.MaxRequestsPerDriver < 1 || c.MaxRequestsPerDriver > 10000 {
+		errs = append(errs, fmt.Errorf("proxy.max_requests_per_driver: must be from 1 to 10000, got %d", c.MaxRequestsPerDriver))
 	}
 	if c.AppDomain != "" && !validAppDomain(c.AppDomain) {
 		errs = append(errs, fmt.Errorf("proxy.app_domain: %q must be a lower-case DNS name with a dot, without scheme or port", c.AppDomain))

@@ -30,7 +30,8 @@ type upstreamTarget struct {
 	// "History Server main".
 	label string
 	rp    *httputil.ReverseProxy
-	// slots bounds its requests in flight (Config.MaxRequestsPerUpstream).
+	// slots bounds its requests in flight (Config.MaxRequestsPerDriver);
+	// nil for a History Server.
 	slots *slotLimit
 }
 
@@ -74,13 +75,13 @@ func newTransport(cfg Config) *http.Transport {
 	t.IdleConnTimeout = cfg.IdleConnTimeout
 	// A Spark UI page pulls dozens of assets and REST calls from the same
 	// driver, and many users may watch one driver: keep as many idle
-	// connections as one driver may have requests in flight, so that
+	// connections as a driver may have requests in flight, so that
 	// concurrent requests to one driver reuse theirs instead of dialing
 	// anew after each answer (TestUpstreamNoRedial). Only connections that
 	// were in use at once are ever kept, and each is closed after
 	// IdleConnTimeout.
-	t.MaxIdleConnsPerHost = cfg.MaxRequestsPerUpstream
-	t.MaxIdleConns = 4 * cfg.MaxRequestsPerUpstream
+	t.MaxIdleConnsPerHost = cfg.MaxRequestsPerDriver
+	t.MaxIdleConns = 4 * cfg.MaxRequestsPerDriver
 	// Ask upstreams for identity encoding: Spark's Jetty gzips every page
 	// for a client that accepts it (level 6), and that CPU is the driver's,
 	// taken from the user's application. Measured with wrk on a 3.5.9
@@ -155,16 +156,27 @@ func (u *upstreams) sweepLocked() {
 	}
 }
 
+// isHistoryServer reports whether base is a configured History Server's.
+func (u *upstreams) isHistoryServer(base *url.URL) bool {
+	for _, hb := range u.s.hs {
+		if hb.Scheme == base.Scheme && hb.Host == base.Host && hb.Path == base.Path {
+			return true
+		}
+	}
+	return false
+}
+
 func (u *upstreams) newReverseProxy(t *upstreamTarget) *httputil.ReverseProxy {
 	s := u.s
 	base := t.base
-	// Each of loadRetry's asks holds a slot, until its answer is closed.
-	t.slots = newSlotLimit(u.transport, s.cfg.MaxRequestsPerUpstream, s.cfg.DialTimeout)
-	var transport http.RoundTripper = t.slots
-	for _, hb := range s.hs {
-		if hb.Scheme == base.Scheme && hb.Host == base.Host && hb.Path == base.Path {
-			transport = loadRetry{t.slots}
-		}
+	var transport http.RoundTripper
+	if u.isHistoryServer(base) {
+		// A History Server is named by the configuration and serves
+		// every team: its requests are not bounded.
+		transport = loadRetry{u.transport}
+	} else {
+		t.slots = newSlotLimit(u.transport, s.cfg.MaxRequestsPerDriver, s.cfg.DialTimeout)
+		transport = t.slots
 	}
 	transport = no1xx{transport}
 	return &httputil.ReverseProxy{

@@ -15,38 +15,23 @@ import (
 )
 
 // TestUpstreamSlots: a driver that sends its headers and then stalls
-// holds at most MaxRequestsPerUpstream of the gateway's requests; the next
+// holds at most MaxRequestsPerDriver of the gateway's requests; the next
 // one gets the busy page without reaching it, another driver is served
 // meanwhile, and a slot is free again once its answer ends, also after
 // upstream errors.
 func TestUpstreamSlots(t *testing.T) {
 	const limit = 2
-	var seen atomic.Int32
-	entered := make(chan struct{}, 16)
-	release := make(chan struct{})
-	stall := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		seen.Add(1)
-		w.Header().Set("Content-Type", "text/plain")
-		w.WriteHeader(http.StatusOK)
-		_, _ = io.WriteString(w, "first part\n")
-		w.(http.Flusher).Flush()
-		entered <- struct{}{}
-		if strings.Contains(r.URL.Path, "/stall/") {
-			<-release
-		}
-		_, _ = io.WriteString(w, "rest\n")
-	}))
-	t.Cleanup(stall.Close)
+	stall, seen, entered, release := stallingServer(t)
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "other driver")
 	}))
 	t.Cleanup(other.Close)
 
 	h := newHarness(t, func(o *Options) {
-		o.Config.MaxRequestsPerUpstream = limit
+		o.Config.MaxRequestsPerDriver = limit
 		o.Config.DialTimeout = 300 * time.Millisecond
 	})
-	su, _ := url.Parse(stall.URL)
+	su := stall
 	ou, _ := url.Parse(other.URL)
 	h.reg.Store(discovery.NewSnapshot([]*discovery.App{
 		{ID: appLive, Name: "etl", User: "alice", State: discovery.Running, UIURL: su, Source: "static"},
@@ -64,13 +49,7 @@ func TestUpstreamSlots(t *testing.T) {
 			bodies <- body
 		}()
 	}
-	for range limit {
-		select {
-		case <-entered:
-		case <-time.After(10 * time.Second):
-			t.Fatal("the stalling driver did not get the first requests")
-		}
-	}
+	awaitEntered(t, entered, limit)
 
 	resp, body := h.do(t, "GET", "/app/"+appLive+"/jobs/", "alice", nil)
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "10" || !strings.Contains(body, "Upstream busy") {
@@ -88,7 +67,7 @@ func TestUpstreamSlots(t *testing.T) {
 		t.Errorf("another driver while the first is full: %d %q", resp.StatusCode, body)
 	}
 
-	close(release)
+	release()
 	wg.Wait()
 	for range limit {
 		if b := <-bodies; b != "first part\nrest\n" {
@@ -103,9 +82,72 @@ func TestUpstreamSlots(t *testing.T) {
 	}
 }
 
+// TestHistoryServerUnbounded: the configured History Server, which serves
+// every team, has no slot limit.
+func TestHistoryServerUnbounded(t *testing.T) {
+	hs, _, entered, release := stallingServer(t)
+	h := newHarness(t, func(o *Options) {
+		o.Config.MaxRequestsPerDriver = 1
+		o.Config.DialTimeout = 300 * time.Millisecond
+		o.HistoryServers = map[string]*url.URL{"main": hs}
+	})
+	ref := discovery.HistoryRef{Server: "main", BaseURL: hs, Attempts: []string{"1"}, Completed: true}
+	h.reg.Store(discovery.NewSnapshot([]*discovery.App{{ID: appHistory, Name: "nightly", User: "alice",
+		State: discovery.Ended, Source: "history:main", History: []discovery.HistoryRef{ref}}}))
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			if resp, body := h.do(t, "GET", "/hs/main/history/"+appHistory+"/1/stall/", "alice", nil); resp.StatusCode != http.StatusOK {
+				t.Errorf("History Server request: %d %.200q", resp.StatusCode, body)
+			}
+		})
+	}
+	awaitEntered(t, entered, 3)
+	release()
+	wg.Wait()
+}
+
+// stallingServer answers every request with a first part and, for paths
+// with "/stall/", the rest only once release is closed; it counts the
+// requests it sees and signals each after the first part.
+func stallingServer(t *testing.T) (u *url.URL, seen *atomic.Int32, entered chan struct{}, release func()) {
+	seen = new(atomic.Int32)
+	entered = make(chan struct{}, 16)
+	stalled := make(chan struct{})
+	release = sync.OnceFunc(func() { close(stalled) })
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen.Add(1)
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, "first part\n")
+		w.(http.Flusher).Flush()
+		entered <- struct{}{}
+		if strings.Contains(r.URL.Path, "/stall/") {
+			<-stalled
+		}
+		_, _ = io.WriteString(w, "rest\n")
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(release) // first: Close waits for the handlers
+	u, _ = url.Parse(srv.URL)
+	return u, seen, entered, release
+}
+
+// awaitEntered waits for n requests to reach a stallingServer.
+func awaitEntered(t *testing.T, entered chan struct{}, n int) {
+	t.Helper()
+	for range n {
+		select {
+		case <-entered:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the stalling server did not get %d requests", n)
+		}
+	}
+}
+
 // TestUpstreamSlotsFreedOnError: failed round trips give their slot back.
 func TestUpstreamSlotsFreedOnError(t *testing.T) {
-	h := newHarness(t, func(o *Options) { o.Config.MaxRequestsPerUpstream = 1 })
+	h := newHarness(t, func(o *Options) { o.Config.MaxRequestsPerDriver = 1 })
 	for i := range 3 {
 		resp, body := h.do(t, "GET", "/app/"+appDead+"/jobs/", "alice", nil)
 		if resp.StatusCode != http.StatusBadGateway || strings.Contains(body, "Upstream busy") {
