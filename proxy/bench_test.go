@@ -169,7 +169,7 @@ func BenchmarkBareProxyHTML(b *testing.B) {
 			u, _ := url.Parse(drv.URL)
 			rp := httputil.NewSingleHostReverseProxy(u)
 			tr := http.DefaultTransport.(*http.Transport).Clone()
-			tr.MaxIdleConnsPerHost = DefaultConfig().MaxRequestsPerDriver
+			tr.MaxIdleConnsPerHost = maxIdlePerUpstream
 			rp.Transport = tr
 			gw := httptest.NewServer(rp)
 			b.Cleanup(gw.Close)

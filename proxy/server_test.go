@@ -1,12 +1,15 @@
 package proxy
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestProxySendsCanonicalCleanRequest(t *testing.T) {
@@ -459,6 +462,32 @@ func TestHealthAndReady(t *testing.T) {
 // accept a connection and close it without an answer, plainly or with a
 // reset. Like a refused connection, that is a 502 that reloads itself and
 // asks discovery to look at the app again, not a dead end.
+// TestUnaskedUpgradeRefused: a driver that answers 101 to a request that
+// asked for no upgrade gets a 502 for it, and its connection is closed
+// rather than left to ReverseProxy's upgrade path.
+func TestUnaskedUpgradeRefused(t *testing.T) {
+	closed := make(chan error, 1)
+	h := htmlDriver(t, func(w http.ResponseWriter, _ *http.Request) {
+		c, brw, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		_, _ = io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, err = brw.ReadByte()
+		closed <- err
+	})
+	resp, body := h.do(t, "GET", "/app/"+appLive+"/jobs/", "alice", http.Header{"Upgrade": {"websocket"}, "Connection": {"Upgrade"}})
+	if resp.StatusCode != http.StatusBadGateway {
+		t.Errorf("101 from the driver: %d %.200q; want 502", resp.StatusCode, body)
+	}
+	if err := <-closed; !errors.Is(err, io.EOF) {
+		t.Errorf("the driver's connection after its 101: read %v; want EOF (closed by the gateway)", err)
+	}
+}
+
 func TestStoppingDriverClosesUnanswered(t *testing.T) {
 	for _, reset := range []bool{false, true} {
 		h := htmlDriver(t, func(w http.ResponseWriter, _ *http.Request) {

@@ -30,13 +30,17 @@ type upstreamTarget struct {
 	// "History Server main".
 	label string
 	rp    *httputil.ReverseProxy
-	// slots bounds its requests in flight (Config.MaxRequestsPerDriver);
-	// nil for a History Server.
+	// slots bounds a driver's requests waiting for an answer
+	// (Config.MaxRequestsPerDriver); nil for other upstreams.
 	slots *slotLimit
 }
 
-// upKey identifies an upstream without allocating a string per request.
-type upKey struct{ scheme, host, path string }
+// upKey identifies an upstream without allocating a string per request;
+// driver says whether requests to it are bounded (slotLimit).
+type upKey struct {
+	scheme, host, path string
+	driver             bool
+}
 
 // maxUpstreams bounds the proxy cache. Drivers come and go with their
 // random ports; when the cache is full, proxies for URLs the registry no
@@ -74,14 +78,13 @@ func newTransport(cfg Config) *http.Transport {
 	// Below Spark 4's 8 s server-side idle timeout, see Config.
 	t.IdleConnTimeout = cfg.IdleConnTimeout
 	// A Spark UI page pulls dozens of assets and REST calls from the same
-	// driver, and many users may watch one driver: keep as many idle
-	// connections as a driver may have requests in flight, so that
-	// concurrent requests to one driver reuse theirs instead of dialing
-	// anew after each answer (TestUpstreamNoRedial). Only connections that
-	// were in use at once are ever kept, and each is closed after
-	// IdleConnTimeout.
-	t.MaxIdleConnsPerHost = cfg.MaxRequestsPerDriver
-	t.MaxIdleConns = 4 * cfg.MaxRequestsPerDriver
+	// driver, and many users may watch one driver: keep enough idle
+	// connections that 64 concurrent requests to one driver reuse theirs
+	// instead of dialing anew after each answer (TestUpstreamNoRedial).
+	// Only connections that were in use at once are ever kept, and each
+	// is closed after IdleConnTimeout.
+	t.MaxIdleConnsPerHost = maxIdlePerUpstream
+	t.MaxIdleConns = 4 * maxIdlePerUpstream
 	// Ask upstreams for identity encoding: Spark's Jetty gzips every page
 	// for a client that accepts it (level 6), and that CPU is the driver's,
 	// taken from the user's application. Measured with wrk on a 3.5.9
@@ -103,17 +106,22 @@ func newTransport(cfg Config) *http.Transport {
 	return t
 }
 
+// maxIdlePerUpstream is the transport's MaxIdleConnsPerHost.
+const maxIdlePerUpstream = 128
+
 // upstreamReadBuffer is the transport's ReadBufferSize.
 const upstreamReadBuffer = 32 << 10
 
-// get returns the proxy for base, creating it once.
+// get returns the proxy for base, an upstream the configuration names (a
+// History Server, a standalone master), creating it once.
 func (u *upstreams) get(base *url.URL, label string) *upstreamTarget {
-	return u.getLabeled(base, func() string { return label })
+	return u.getLabeled(base, func() string { return label }, false)
 }
 
-// getLabeled is get with a label that is built only when the proxy is.
-func (u *upstreams) getLabeled(base *url.URL, label func() string) *upstreamTarget {
-	k := upKey{base.Scheme, base.Host, base.Path}
+// getLabeled is get with a label that is built only when the proxy is,
+// for a driver (requests bounded by a slotLimit) or not.
+func (u *upstreams) getLabeled(base *url.URL, label func() string, driver bool) *upstreamTarget {
+	k := upKey{base.Scheme, base.Host, base.Path, driver}
 	u.mu.RLock()
 	t := u.m[k]
 	u.mu.RUnlock()
@@ -129,22 +137,24 @@ func (u *upstreams) getLabeled(base *url.URL, label func() string) *upstreamTarg
 		u.sweepLocked()
 	}
 	t = &upstreamTarget{base: base, label: label()}
-	t.rp = u.newReverseProxy(t)
+	t.rp = u.newReverseProxy(t, driver)
 	u.m[k] = t
 	return t
 }
 
 // sweepLocked drops proxies of upstreams the registry and the configuration
-// no longer name; if that frees nothing, it drops all of them.
+// no longer name; if that frees nothing, it drops all of them. Requests
+// still waiting on a dropped driver's proxy keep their slots of it; the
+// driver's next proxy counts afresh.
 func (u *upstreams) sweepLocked() {
 	keep := make(map[upKey]bool)
 	for _, a := range u.s.reg.Load().Apps() {
 		if a.UIURL != nil {
-			keep[upKey{a.UIURL.Scheme, a.UIURL.Host, a.UIURL.Path}] = true
+			keep[upKey{a.UIURL.Scheme, a.UIURL.Host, a.UIURL.Path, true}] = true
 		}
 	}
 	for _, b := range u.s.hs {
-		keep[upKey{b.Scheme, b.Host, b.Path}] = true
+		keep[upKey{b.Scheme, b.Host, b.Path, false}] = true
 	}
 	for k := range u.m {
 		if !keep[k] {
@@ -166,17 +176,18 @@ func (u *upstreams) isHistoryServer(base *url.URL) bool {
 	return false
 }
 
-func (u *upstreams) newReverseProxy(t *upstreamTarget) *httputil.ReverseProxy {
+func (u *upstreams) newReverseProxy(t *upstreamTarget, driver bool) *httputil.ReverseProxy {
 	s := u.s
 	base := t.base
-	var transport http.RoundTripper
-	if u.isHistoryServer(base) {
-		// A History Server is named by the configuration and serves
-		// every team: its requests are not bounded.
-		transport = loadRetry{u.transport}
-	} else {
-		t.slots = newSlotLimit(u.transport, s.cfg.MaxRequestsPerDriver, s.cfg.DialTimeout)
+	var transport http.RoundTripper = u.transport
+	if driver {
+		// Only drivers are bounded: History Servers and masters are
+		// named by the configuration and serve every team.
+		t.slots = newSlotLimit(transport, s.cfg.MaxRequestsPerDriver, s.cfg.DialTimeout)
 		transport = t.slots
+	}
+	if u.isHistoryServer(base) {
+		transport = loadRetry{transport}
 	}
 	transport = no1xx{transport}
 	return &httputil.ReverseProxy{
@@ -352,12 +363,22 @@ var errEncodedHTML = errors.New("upstream sent HTML with a content encoding the 
 // gateway's page as its referrer.
 var errRedirectAway = errors.New("upstream redirected outside itself")
 
+// errUnaskedUpgrade is modifyResponse's error for a 101 answer.
+var errUnaskedUpgrade = errors.New("upstream switched protocols unasked")
+
 func isRedirect(status int) bool {
 	return status >= 300 && status < 400 && status != http.StatusNotModified
 }
 
 func (s *Server) modifyResponse(resp *http.Response) error {
 	st := stateFrom(resp.Request.Context())
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		// The gateway asks for no upgrade (StripRequest drops Upgrade and
+		// Connection), so a 101 is a driver's own idea: refused here, its
+		// connection closed, rather than handed to ReverseProxy's upgrade
+		// path.
+		return errUnaskedUpgrade
+	}
 	h := resp.Header
 	// Every app shares the gateway's origin: a driver (any user can start
 	// one) must not set or overwrite cookies there, the gateway's session
@@ -606,6 +627,6 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, st *reqState, bas
 // proxyDriver is proxy to a driver, naming it in error pages by its
 // address (built once per driver, not per request).
 func (s *Server) proxyDriver(w http.ResponseWriter, r *http.Request, st *reqState, base *url.URL) {
-	st.upstream = s.upstreams.getLabeled(base, func() string { return driverLabel(base) })
+	st.upstream = s.upstreams.getLabeled(base, func() string { return driverLabel(base) }, true)
 	st.upstream.rp.ServeHTTP(w, r)
 }

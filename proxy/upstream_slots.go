@@ -4,28 +4,29 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"sync/atomic"
 	"time"
 )
 
-// slotLimit bounds the requests one upstream has in flight: from the
-// round trip's start until the gateway closes the answer's body.
+// slotLimit bounds the requests one driver has waiting for an answer:
+// from the round trip's start (connecting included) until the answer's
+// headers arrive or the round trip fails. A request that finds every slot
+// taken waits for one as long as it may wait to connect
+// (Config.DialTimeout), taking a slot being the first step of connecting,
+// then gets a 503 without reaching the driver.
 //
-// Each driver is a process a user started, so it may be slow or hung on
-// purpose: without a bound, every request to it would hold a connection
-// to it, and the gateway's descriptors are shared by every app. A
-// driver's Jetty serves its UI from a pool of 200 threads (the default
-// QueuedThreadPool of JettyUtils.startJettyServer), so more connections
-// than that only queue inside the driver instead of here.
+// Each driver is a process a user started, so it may hang, by accident or
+// on purpose, and every browser showing its pages keeps asking: without a
+// bound, each of those requests would hold a connection to it, up to
+// ResponseHeaderTimeout, and the gateway's descriptors are shared by every
+// app. A driver's Jetty serves its UI from a pool of 200 threads (the
+// default QueuedThreadPool of JettyUtils.startJettyServer), so more
+// requests than that at once only queue inside the driver instead of
+// here.
 //
-// A request that finds every slot taken waits for one as long as it may
-// wait to connect (Config.DialTimeout): taking a slot is the first step
-// of connecting. A driver that hangs before its headers gives its slots
-// back when they time out (ResponseHeaderTimeout); one that sends its
-// headers and then stalls keeps them until the client goes, and meanwhile
-// every other request to it gets the busy page, not a wait.
+// An answer that is streaming holds no slot: a client that reads slowly
+// (or not at all) must not lock the app's other viewers out, and the
+// bodies it streams are bounded by the clients that asked for them.
 type slotLimit struct {
 	rt    http.RoundTripper
 	slots chan struct{}
@@ -48,13 +49,8 @@ func (l *slotLimit) RoundTrip(r *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
-	resp, err := l.rt.RoundTrip(r)
-	if err != nil {
-		<-l.slots
-		return nil, err
-	}
-	resp.Body = &slotBody{ReadCloser: resp.Body, l: l}
-	return resp, nil
+	defer func() { <-l.slots }()
+	return l.rt.RoundTrip(r)
 }
 
 // await takes a slot once one is free, or fails when the request ends or
@@ -68,23 +64,9 @@ func (l *slotLimit) await(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-t.C:
-		return fmt.Errorf("%w: all %d requests it may have in flight took longer than %v", errUpstreamBusy, cap(l.slots), l.wait)
+		return fmt.Errorf("%w: all %d requests it may have waiting for an answer waited longer than %v", errUpstreamBusy, cap(l.slots), l.wait)
 	}
 }
 
 // inFlight is the number of slots taken.
 func (l *slotLimit) inFlight() int { return len(l.slots) }
-
-// slotBody gives its request's slot back on the first Close.
-type slotBody struct {
-	io.ReadCloser
-	l    *slotLimit
-	done atomic.Bool
-}
-
-func (b *slotBody) Close() error {
-	if b.done.CompareAndSwap(false, true) {
-		<-b.l.slots
-	}
-	return b.ReadCloser.Close()
-}
