@@ -57,15 +57,17 @@ type Config struct {
 	// 4 closes idle connections after 8s (SPARK-45248); closing ours first
 	// avoids sending a request on a connection the driver is closing.
 	IdleConnTimeout time.Duration `yaml:"idle_conn_timeout"`
-	// MaxRequestsPerDriver bounds the requests one driver has waiting
-	// for an answer through this gateway, from connecting until the
-	// answer's headers arrive; more wait up to DialTimeout for one to get
-	// its answer, then get a 503. Default 128: a driver's UI runs on
-	// Jetty's default pool of 200 threads, and a driver that hangs, by
-	// accident or on purpose, holds no more of the gateway's connections
-	// than this while every browser showing it keeps asking. Answers
-	// being sent hold nothing (a slow reader locks no one out), and
-	// History Servers and masters are not bounded.
+	// MaxRequestsPerDriver bounds the page and REST requests this
+	// gateway proxies to one driver that wait for an answer, from
+	// connecting until the answer's headers arrive; more wait up to
+	// DialTimeout for one to be answered, then get a 503. Default 128: a
+	// driver's UI runs on Jetty's default pool of 200 threads, and a
+	// driver that hangs before answering, by accident or on purpose,
+	// holds no more of these requests' connections than this while every
+	// browser showing it keeps asking. Answers being sent hold nothing (a
+	// slow reader locks no one out); History Servers and masters are not
+	// bounded, nor the gateway's own calls (executor logs, kill, diagnosis),
+	// which have bounds of their own.
 	MaxRequestsPerDriver int `yaml:"max_requests_per_driver"`
 	// AppDomain, when set ("apps.example.com"), serves each app on a host
 	// of its own, <app-id>.<app_domain> (wildcard DNS and certificate), so

@@ -557,7 +557,7 @@ func (s *Server) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 		// page says to try again rather than that the app has ended.
 		he.Status = http.StatusServiceUnavailable
 		he.Title = "Upstream busy"
-		he.Msg = fmt.Sprintf("%s of %s has as many requests in flight as the gateway lets one upstream have, and none ended in time; try again later", st.upstream.label, appLabel(st))
+		he.Msg = fmt.Sprintf("%s of %s has as many requests waiting for an answer as the gateway lets one driver have, and none was answered in time; try again later", st.upstream.label, appLabel(st))
 		he.RetryAfter = 10
 		s.writeError(w, r, st, he)
 		return

@@ -83,7 +83,11 @@ func TestUpstreamSlots(t *testing.T) {
 // no one else out of the app.
 func TestStreamingHoldsNoSlot(t *testing.T) {
 	drv := newStallingServer(t)
-	h := newHarness(t, slotOptions(1))
+	h := newHarness(t, func(o *Options) {
+		slotOptions(1)(o)
+		// The third request's wait covers two others' round trips.
+		o.Config.DialTimeout = 2 * time.Second
+	})
 	h.reg.Store(discovery.NewSnapshot([]*discovery.App{
 		{ID: appLive, Name: "etl", User: "alice", State: discovery.Running, UIURL: drv.url, Source: "static"},
 	}))
