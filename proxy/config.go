@@ -60,14 +60,15 @@ type Config struct {
 	// MaxRequestsPerDriver bounds the page and REST requests this
 	// gateway proxies to one driver that wait for an answer, from
 	// connecting until the answer's headers arrive; more wait up to
-	// DialTimeout for one to be answered, then get a 503. Default 128: a
-	// driver's UI runs on Jetty's default pool of 200 threads, and a
-	// driver that hangs before answering, by accident or on purpose,
-	// holds no more of these requests' connections than this while every
-	// browser showing it keeps asking. Answers being sent hold nothing (a
-	// slow reader locks no one out); History Servers and masters are not
-	// bounded, nor the gateway's own calls (executor logs, kill, diagnosis),
-	// which have bounds of their own.
+	// DialTimeout for one to be answered, then get a 503. Default 256, a
+	// little above the 200 threads of the Jetty pool a driver's UI runs
+	// on, so that the gateway never keeps a driver from using all of
+	// them; a driver that hangs before answering, by accident or on
+	// purpose, holds no more of these requests' connections than this
+	// while every browser showing it keeps asking. Answers being sent
+	// hold nothing (a slow reader locks no one out); History Servers and
+	// masters are not bounded, nor the gateway's own calls (executor
+	// logs, kill, diagnosis), which have bounds of their own.
 	MaxRequestsPerDriver int `yaml:"max_requests_per_driver"`
 	// AppDomain, when set ("apps.example.com"), serves each app on a host
 	// of its own, <app-id>.<app_domain> (wildcard DNS and certificate), so
@@ -100,7 +101,7 @@ func (c *Config) SetDefaults() {
 		c.IdleConnTimeout = 5 * time.Second
 	}
 	if c.MaxRequestsPerDriver == 0 {
-		c.MaxRequestsPerDriver = 128
+		c.MaxRequestsPerDriver = 256
 	}
 }
 

@@ -20,9 +20,10 @@ import (
 // bound, each of those requests would hold a connection to it, up to
 // ResponseHeaderTimeout, and the gateway's descriptors are shared by every
 // app. A driver's Jetty serves its UI from a pool of 200 threads (the
-// default QueuedThreadPool of JettyUtils.startJettyServer), so more
-// requests than that at once only queue inside the driver instead of
-// here.
+// default QueuedThreadPool of JettyUtils.startJettyServer): the default
+// bound is a little above that, so that it never keeps a driver from
+// using all of them, and requests past it would only queue inside the
+// driver instead of here.
 //
 // An answer that is streaming holds no slot: a client that reads slowly
 // (or not at all) must not lock the app's other viewers out, and the
