@@ -489,6 +489,26 @@ func TestUnaskedUpgradeRefused(t *testing.T) {
 	}
 }
 
+// TestHugeUpstreamHeadersRefused: a driver's answer with more header
+// bytes than Jetty ever sends is a 502, not buffered; one within the bound
+// passes.
+func TestHugeUpstreamHeadersRefused(t *testing.T) {
+	h := htmlDriver(t, func(w http.ResponseWriter, r *http.Request) {
+		n := 4 << 10
+		if r.URL.Path == "/huge/" {
+			n = maxUpstreamHeaderBytes
+		}
+		w.Header().Set("X-Filler", strings.Repeat("a", n))
+		_, _ = io.WriteString(w, "answer")
+	})
+	if resp, body := h.do(t, "GET", "/app/"+appLive+"/fine/", "alice", nil); resp.StatusCode != http.StatusOK || body != "answer" {
+		t.Errorf("4 KiB of headers: %d %.200q; want 200", resp.StatusCode, body)
+	}
+	if resp, body := h.do(t, "GET", "/app/"+appLive+"/huge/", "alice", nil); resp.StatusCode != http.StatusBadGateway {
+		t.Errorf("%d bytes of headers: %d %.200q; want 502", maxUpstreamHeaderBytes, resp.StatusCode, body)
+	}
+}
+
 // TestStoppingDriverClosesUnanswered: a driver that is stopping may
 // accept a connection and close it without an answer, plainly or with a
 // reset. Like a refused connection, that is a 502 that reloads itself and

@@ -77,6 +77,10 @@ func newTransport(cfg Config) *http.Transport {
 	t.ResponseHeaderTimeout = cfg.ResponseHeaderTimeout
 	// Below Spark 4's 8 s server-side idle timeout, see Config.
 	t.IdleConnTimeout = cfg.IdleConnTimeout
+	// Jetty sends at most 8 KiB of response headers (HttpConfiguration's
+	// responseHeaderSize); without this bound a driver could make the
+	// gateway buffer 10 MiB of them for every request it answers.
+	t.MaxResponseHeaderBytes = maxUpstreamHeaderBytes
 	// A Spark UI page pulls dozens of assets and REST calls from the same
 	// driver, and many users may watch one driver: keep enough idle
 	// connections that 64 concurrent requests to one driver reuse theirs
@@ -105,6 +109,9 @@ func newTransport(cfg Config) *http.Transport {
 	t.Protocols.SetHTTP1(true)
 	return t
 }
+
+// maxUpstreamHeaderBytes is the transport's MaxResponseHeaderBytes.
+const maxUpstreamHeaderBytes = 64 << 10
 
 // maxIdlePerUpstream is the transport's MaxIdleConnsPerHost.
 const maxIdlePerUpstream = 128

@@ -179,6 +179,9 @@ func newTransport() *http.Transport {
 	t.DialContext = (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	// A UI that accepts but does not answer is as good as gone.
 	t.ResponseHeaderTimeout = callTimeout
+	// Jetty sends at most 8 KiB of response headers; whatever answers a
+	// probe may send 10 MiB (the transport's default bound) to each call.
+	t.MaxResponseHeaderBytes = 64 << 10
 	// Keep a few idle connections per driver for the liveness checks, and
 	// room for one to each of many drivers: with the default 100 in all,
 	// 500 drivers checked in turn found their connection gone and each

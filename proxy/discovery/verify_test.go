@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -273,5 +274,27 @@ func TestTransportKeepsOneConnectionPerDriver(t *testing.T) {
 		if n := dials[i].Load(); n != 1 {
 			t.Errorf("driver %d was dialled %d times in 3 rounds; want 1", i, n)
 		}
+	}
+}
+
+// TestHugeHeadersRefused: whatever answers a probe gets no more header
+// bytes buffered than Jetty ever sends; an answer within the bound reads.
+func TestHugeHeadersRefused(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := 4 << 10
+		if r.URL.Path == "/huge" {
+			n = 64 << 10
+		}
+		w.Header().Set("X-Filler", strings.Repeat("a", n))
+		_, _ = io.WriteString(w, `{"ok":true}`)
+	}))
+	defer srv.Close()
+	c := newClient(nil)
+	var v struct{ OK bool }
+	if err := c.getJSON(context.Background(), mustURL(t, srv.URL), "/fine", 1<<10, &v); err != nil || !v.OK {
+		t.Errorf("4 KiB of headers: %v, %+v; want the answer", err, v)
+	}
+	if err := c.getJSON(context.Background(), mustURL(t, srv.URL), "/huge", 1<<10, &v); err == nil {
+		t.Error("64 KiB of headers were read")
 	}
 }
