@@ -509,6 +509,27 @@ func TestHugeUpstreamHeadersRefused(t *testing.T) {
 	}
 }
 
+// TestUpstreamTrailersDropped: trailers a driver sends never reach the
+// client, announced or not.
+func TestUpstreamTrailersDropped(t *testing.T) {
+	h := htmlDriver(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Trailer", "Set-Cookie, X-Announced")
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = io.WriteString(w, "answer")
+		w.(http.Flusher).Flush()
+		w.Header().Set("Set-Cookie", CookiePrefix+"=planted; Path=/")
+		w.Header().Set("X-Announced", "1")
+		w.Header().Set(http.TrailerPrefix+"X-Unannounced", "1")
+	})
+	resp, body := h.do(t, "GET", "/app/"+appLive+"/trailers/", "alice", nil)
+	if resp.StatusCode != http.StatusOK || body != "answer" {
+		t.Fatalf("%d %.200q; want 200 answer", resp.StatusCode, body)
+	}
+	if len(resp.Trailer) != 0 || resp.Header.Get("Trailer") != "" {
+		t.Errorf("trailers reached the client: %v (Trailer header %q)", resp.Trailer, resp.Header.Get("Trailer"))
+	}
+}
+
 // TestStoppingDriverClosesUnanswered: a driver that is stopping may
 // accept a connection and close it without an answer, plainly or with a
 // reset. Like a refused connection, that is a 502 that reloads itself and

@@ -241,10 +241,44 @@ func (u *upstreams) newReverseProxy(t *upstreamTarget, driver bool) *httputil.Re
 // dropOriginHeaders (a 103 with Set-Cookie or Clear-Site-Data), and then
 // clear the header map of the answer, the gateway's own headers in it.
 // Spark sends none.
+//
+// It also drops every trailer of the answer: they would reach the client
+// past every filter of the header (a Set-Cookie that an intermediary
+// merges into the header, say), and Spark sends none.
 type no1xx struct{ rt http.RoundTripper }
 
 func (n no1xx) RoundTrip(r *http.Request) (*http.Response, error) {
-	return n.rt.RoundTrip(r.WithContext(untraced{r.Context()}))
+	resp, err := n.rt.RoundTrip(r.WithContext(untraced{r.Context()}))
+	if err != nil {
+		return nil, err
+	}
+	if resp.ContentLength < 0 { // only a chunked body has trailers
+		resp.Trailer = nil
+		resp.Body = &noTrailers{resp.Body, resp}
+	}
+	return resp, nil
+}
+
+// noTrailers keeps its response's Trailer nil: the transport fills it in
+// when the body reaches its end, and ReverseProxy copies it to the client
+// after closing the body.
+type noTrailers struct {
+	io.ReadCloser
+	resp *http.Response
+}
+
+func (b *noTrailers) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		b.resp.Trailer = nil
+	}
+	return n, err
+}
+
+func (b *noTrailers) Close() error {
+	err := b.ReadCloser.Close()
+	b.resp.Trailer = nil
+	return err
 }
 
 // untraced is a context without httptrace hooks.
