@@ -530,6 +530,59 @@ func TestUpstreamTrailersDropped(t *testing.T) {
 	}
 }
 
+// TestPageReadAsTheStripperReadsIt: a browser reads a page in the
+// encoding the stripper reads it in, and as HTML whenever it would sniff
+// it as HTML, so that a kill link cannot hide in a UTF-16 page (whose
+// byte order mark a browser obeys before any header) or in an answer of
+// an "unknown" type.
+func TestPageReadAsTheStripperReadsIt(t *testing.T) {
+	const page = `<html><body><a href="/app/x/jobs/job/kill/?id=7" class="kill-link">(kill)</a></body></html>`
+	utf16 := func(bom []byte, s string, le bool) string {
+		out := append([]byte(nil), bom...)
+		for _, c := range []byte(s) {
+			if le {
+				out = append(out, c, 0)
+			} else {
+				out = append(out, 0, c)
+			}
+		}
+		return string(out)
+	}
+	for _, c := range []struct {
+		name, ctype, body string
+		wantType          string
+		wantBody          func(string) bool
+	}{
+		{"unknown type", "application/unknown", page, "text/html; charset=utf-8",
+			func(b string) bool { return strings.Contains(b, "<body>") && !strings.Contains(b, "kill") }},
+		{"unknown/unknown", "Unknown/Unknown; x=1", page, "text/html; charset=utf-8",
+			func(b string) bool { return strings.Contains(b, "<body>") && !strings.Contains(b, "kill") }},
+		{"declared utf-16", "text/html; charset=utf-16", page, "text/html; charset=utf-8",
+			func(b string) bool { return !strings.Contains(b, "kill") }},
+		{"UTF-16LE with its byte order mark", "text/html;charset=utf-8", utf16([]byte{0xFF, 0xFE}, page, true), "text/html; charset=utf-8",
+			func(b string) bool { return b == utf16(nil, page, true) }},
+		{"UTF-16BE with its byte order mark", "text/html", utf16([]byte{0xFE, 0xFF}, page, false), "text/html; charset=utf-8",
+			func(b string) bool { return b == utf16(nil, page, false) }},
+		{"UTF-8 byte order mark kept", "text/html", "\xEF\xBB\xBF" + page, "text/html; charset=utf-8",
+			func(b string) bool { return strings.HasPrefix(b, "\xEF\xBB\xBF<html>") && !strings.Contains(b, "kill") }},
+		{"one byte", "text/html", "\xFF", "text/html; charset=utf-8",
+			func(b string) bool { return b == "\xFF" }},
+		{"JSON untouched", "application/json", `{"kill":"\u003c"}`, "application/json",
+			func(b string) bool { return b == `{"kill":"\u003c"}` }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := htmlDriver(t, func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", c.ctype)
+				_, _ = io.WriteString(w, c.body)
+			})
+			resp, body := h.do(t, "GET", "/app/"+appLive+"/jobs/", "alice", nil)
+			if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != c.wantType || !c.wantBody(body) {
+				t.Errorf("%d %q %q", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+			}
+		})
+	}
+}
+
 // TestStoppingDriverClosesUnanswered: a driver that is stopping may
 // accept a connection and close it without an answer, plainly or with a
 // reset. Like a refused connection, that is a 502 that reloads itself and

@@ -446,7 +446,7 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 	if resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
 		return nil
 	}
-	if _, ok := h["Content-Type"]; !ok && resp.Request.Method != http.MethodHead {
+	if ct, ok := h["Content-Type"]; (!ok || slices.ContainsFunc(ct, browserSniffs)) && resp.Request.Method != http.MethodHead {
 		sniffContentType(resp)
 	}
 	if !slices.ContainsFunc(h.Values("Content-Type"), isHTML) {
@@ -471,6 +471,12 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 		// unknown, and a page read whole is held only up to wholePageMax.
 		resp.ContentLength = -1
 	}
+	// The stripper reads the page's bytes as UTF-8 (ASCII) text, so the
+	// browser must too: the answer says utf-8, and a UTF-16 byte order
+	// mark, which a browser obeys before any header, is dropped. A page in
+	// UTF-16 then shows as the stripper read it, with no tag in it.
+	setUTF8(h)
+	resp.Body = dropUTF16BOM(resp.Body)
 	if st.killApp != nil && s.mayKill(st) {
 		resp.Body = NewConfirmLinkReader(resp.Body, st.prefix)
 	} else {
@@ -519,6 +525,59 @@ func sniffContentType(resp *http.Response) {
 		io.Reader
 		io.Closer
 	}{br, resp.Body}
+}
+
+// browserSniffs reports whether a browser sniffs an answer of this
+// Content-Type to learn its type (the MIME Sniffing Standard's "unknown"
+// types), as it does one without a type.
+func browserSniffs(ct string) bool {
+	essence, _, _ := strings.Cut(ct, ";")
+	essence = strings.Trim(essence, " \t\r\n")
+	return strings.EqualFold(essence, "unknown/unknown") || strings.EqualFold(essence, "application/unknown") || essence == "*/*"
+}
+
+// setUTF8 makes an HTML answer's Content-Type say charset=utf-8, whatever
+// charset, and however many values, it had: one value, the type of the
+// first that is HTML.
+func setUTF8(h http.Header) {
+	for _, v := range h.Values("Content-Type") {
+		if isHTML(v) {
+			essence, _, _ := strings.Cut(v, ";")
+			essence = strings.Trim(essence, " \t\r\n")
+			if typ, sub, ok := strings.Cut(essence, "/"); !ok || !isToken(typ) || !isToken(sub) {
+				essence = "text/html" // unparseable: a browser sniffs it as HTML
+			}
+			h.Set("Content-Type", essence+"; charset=utf-8")
+			return
+		}
+	}
+}
+
+// dropUTF16BOM drops a UTF-16 byte order mark (FE FF or FF FE) from the
+// start of body.
+func dropUTF16BOM(body io.ReadCloser) io.ReadCloser { return &bomDropper{ReadCloser: body} }
+
+type bomDropper struct {
+	io.ReadCloser
+	started bool
+}
+
+func (b *bomDropper) Read(p []byte) (int, error) {
+	if b.started {
+		return b.ReadCloser.Read(p)
+	}
+	b.started = true
+	if len(p) < 2 { // not the stripper's reads: they take 32 KiB
+		return b.ReadCloser.Read(p)
+	}
+	n, err := io.ReadAtLeast(b.ReadCloser, p, 2)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		err = io.EOF // a body of one byte
+	}
+	if n >= 2 && (p[0] == 0xFE && p[1] == 0xFF || p[0] == 0xFF && p[1] == 0xFE) {
+		n = copy(p, p[2:n])
+	}
+	return n, err
 }
 
 // isHTML reports whether a browser may render a response of this
