@@ -528,6 +528,27 @@ func TestUpstreamTrailersDropped(t *testing.T) {
 	if len(resp.Trailer) != 0 || resp.Header.Get("Trailer") != "" {
 		t.Errorf("trailers reached the client: %v (Trailer header %q)", resp.Trailer, resp.Header.Get("Trailer"))
 	}
+	// A chunked HTML page, read ahead and stripped in another goroutine
+	// (wholepage.go), as Spark sends a page longer than 32 KiB.
+	page := "<html><body>" + strings.Repeat("<p>row</p>\n", 4000) + "</body></html>"
+	h = htmlDriver(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Trailer", "Set-Cookie")
+		w.Header().Set("Content-Type", "text/html;charset=utf-8")
+		for p := page; len(p) > 0; {
+			n := min(len(p), 8<<10)
+			_, _ = io.WriteString(w, p[:n])
+			w.(http.Flusher).Flush()
+			p = p[n:]
+		}
+		w.Header().Set("Set-Cookie", CookiePrefix+"=planted; Path=/")
+	})
+	resp, body = h.do(t, "GET", "/app/"+appLive+"/jobs/", "alice", nil)
+	if resp.StatusCode != http.StatusOK || strings.Count(body, "<p>row</p>") != 4000 || !strings.HasSuffix(body, "</body></html>") {
+		t.Fatalf("chunked page: %d, %d bytes; want 200 and the page", resp.StatusCode, len(body))
+	}
+	if len(resp.Trailer) != 0 || resp.Header.Get("Trailer") != "" {
+		t.Errorf("trailers of a chunked page reached the client: %v (Trailer header %q)", resp.Trailer, resp.Header.Get("Trailer"))
+	}
 }
 
 // TestPageReadAsTheStripperReadsIt: a browser reads a page in the
@@ -548,34 +569,44 @@ func TestPageReadAsTheStripperReadsIt(t *testing.T) {
 		}
 		return string(out)
 	}
+	noKill := func(b string) bool { return strings.Contains(b, "<body>") && !strings.Contains(b, "kill") }
 	for _, c := range []struct {
 		name, ctype, body string
 		wantType          string
 		wantBody          func(string) bool
+		path              string
 	}{
-		{"unknown type", "application/unknown", page, "text/html; charset=utf-8",
-			func(b string) bool { return strings.Contains(b, "<body>") && !strings.Contains(b, "kill") }},
-		{"unknown/unknown", "Unknown/Unknown; x=1", page, "text/html; charset=utf-8",
-			func(b string) bool { return strings.Contains(b, "<body>") && !strings.Contains(b, "kill") }},
-		{"declared utf-16", "text/html; charset=utf-16", page, "text/html; charset=utf-8",
-			func(b string) bool { return !strings.Contains(b, "kill") }},
+		{"unknown type", "application/unknown", page, "text/html; charset=utf-8", noKill, ""},
+		{"unknown/unknown", "Unknown/Unknown; x=1", page, "text/html; charset=utf-8", noKill, ""},
+		{"empty type", "", page, "text/html; charset=utf-8", noKill, ""},
+		{"XHTML goes out as HTML", "application/xhtml+xml", page, "text/html; charset=utf-8", noKill, ""},
+		{"HTML from the executors list", "text/html", page, "text/html; charset=utf-8", noKill, "/api/v1/applications/" + appLive + "/executors"},
+		{"two byte order marks", "text/html", utf16([]byte{0xFE, 0xFF, 0xFE, 0xFF}, page, false), "text/html; charset=utf-8",
+			func(b string) bool { return b == utf16(nil, page, false) }, ""},
+		{"a byte order mark after a kill link", "text/html", `<a href="/app/x/jobs/job/kill/?id=7">(kill)</a>` + "\xFE\xFF" + page[6:], "text/html; charset=utf-8",
+			func(b string) bool { return strings.HasPrefix(b, "<body>") && !strings.Contains(b, "kill") }, ""},
+		{"declared utf-16", "text/html; charset=utf-16", page, "text/html; charset=utf-8", noKill, ""},
 		{"UTF-16LE with its byte order mark", "text/html;charset=utf-8", utf16([]byte{0xFF, 0xFE}, page, true), "text/html; charset=utf-8",
-			func(b string) bool { return b == utf16(nil, page, true) }},
+			func(b string) bool { return b == utf16(nil, page, true) }, ""},
 		{"UTF-16BE with its byte order mark", "text/html", utf16([]byte{0xFE, 0xFF}, page, false), "text/html; charset=utf-8",
-			func(b string) bool { return b == utf16(nil, page, false) }},
+			func(b string) bool { return b == utf16(nil, page, false) }, ""},
 		{"UTF-8 byte order mark kept", "text/html", "\xEF\xBB\xBF" + page, "text/html; charset=utf-8",
-			func(b string) bool { return strings.HasPrefix(b, "\xEF\xBB\xBF<html>") && !strings.Contains(b, "kill") }},
+			func(b string) bool { return strings.HasPrefix(b, "\xEF\xBB\xBF<html>") && !strings.Contains(b, "kill") }, ""},
 		{"one byte", "text/html", "\xFF", "text/html; charset=utf-8",
-			func(b string) bool { return b == "\xFF" }},
+			func(b string) bool { return b == "\xFF" }, ""},
 		{"JSON untouched", "application/json", `{"kill":"\u003c"}`, "application/json",
-			func(b string) bool { return b == `{"kill":"\u003c"}` }},
+			func(b string) bool { return b == `{"kill":"\u003c"}` }, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := htmlDriver(t, func(w http.ResponseWriter, _ *http.Request) {
-				w.Header().Set("Content-Type", c.ctype)
+				w.Header()["Content-Type"] = []string{c.ctype}
 				_, _ = io.WriteString(w, c.body)
 			})
-			resp, body := h.do(t, "GET", "/app/"+appLive+"/jobs/", "alice", nil)
+			path := "/app/" + appLive + "/jobs/"
+			if c.path != "" {
+				path = "/app/" + appLive + c.path
+			}
+			resp, body := h.do(t, "GET", path, "alice", nil)
 			if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != c.wantType || !c.wantBody(body) {
 				t.Errorf("%d %q %q", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 			}

@@ -253,32 +253,14 @@ func (n no1xx) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if resp.ContentLength < 0 { // only a chunked body has trailers
-		resp.Trailer = nil
-		resp.Body = &noTrailers{resp.Body, resp}
+		// The transport fills in the Trailer of the answer it returned
+		// when the body ends; ReverseProxy reads this copy's, which
+		// stays nil.
+		out := *resp
+		out.Trailer = nil
+		return &out, nil
 	}
 	return resp, nil
-}
-
-// noTrailers keeps its response's Trailer nil: the transport fills it in
-// when the body reaches its end, and ReverseProxy copies it to the client
-// after closing the body.
-type noTrailers struct {
-	io.ReadCloser
-	resp *http.Response
-}
-
-func (b *noTrailers) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err != nil {
-		b.resp.Trailer = nil
-	}
-	return n, err
-}
-
-func (b *noTrailers) Close() error {
-	err := b.ReadCloser.Close()
-	b.resp.Trailer = nil
-	return err
 }
 
 // untraced is a context without httptrace hooks.
@@ -432,7 +414,14 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 	if err := rewriteLocations(resp, st.prefix); err != nil {
 		return err
 	}
-	if id, attempt, ok := executorsListApp(st.route.Path); ok {
+	if resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
+		return nil
+	}
+	if ct, ok := h["Content-Type"]; (!ok || slices.ContainsFunc(ct, browserSniffs)) && resp.Request.Method != http.MethodHead {
+		sniffContentType(resp)
+	}
+	html := slices.ContainsFunc(h.Values("Content-Type"), isHTML)
+	if id, attempt, ok := executorsListApp(st.route.Path); ok && !html {
 		if st.route.AppID != "" {
 			// A driver's list is of its own app, whatever id the path
 			// asked for: the links, and the pods they name, are the
@@ -443,13 +432,7 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 		links := execLogLinks{appID: id, attempt: attempt, onAppHost: st.onAppHost}
 		return rewriteExecutorLogs(resp, links, s.appPodLinks(id, st.onAppHost))
 	}
-	if resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
-		return nil
-	}
-	if ct, ok := h["Content-Type"]; (!ok || slices.ContainsFunc(ct, browserSniffs)) && resp.Request.Method != http.MethodHead {
-		sniffContentType(resp)
-	}
-	if !slices.ContainsFunc(h.Values("Content-Type"), isHTML) {
+	if !html {
 		// No value is HTML (browsers read the last, net/http the first).
 		return nil
 	}
@@ -471,12 +454,12 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 		// unknown, and a page read whole is held only up to wholePageMax.
 		resp.ContentLength = -1
 	}
-	// The stripper reads the page's bytes as UTF-8 (ASCII) text, so the
-	// browser must too: the answer says utf-8, and a UTF-16 byte order
-	// mark, which a browser obeys before any header, is dropped. A page in
-	// UTF-16 then shows as the stripper read it, with no tag in it.
-	setUTF8(h)
-	resp.Body = dropUTF16BOM(resp.Body)
+	// The stripper reads the page's bytes as UTF-8 (ASCII) HTML, so the
+	// browser must too: the answer says text/html and utf-8, and UTF-16
+	// byte order marks at the start of what is sent, which a browser
+	// obeys before any header, are dropped (below). A page in UTF-16 then
+	// shows as the stripper read it, with no tag in it.
+	setHTMLUTF8(h)
 	if st.killApp != nil && s.mayKill(st) {
 		resp.Body = NewConfirmLinkReader(resp.Body, st.prefix)
 	} else {
@@ -486,6 +469,7 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 		resp.Body = s.masterLinkReader(resp, st.master)
 	}
 	resp.Body = s.backBar(resp.Body, st)
+	resp.Body = dropUTF16BOMs(resp.Body)
 	// A page that arrives whole (as Spark sends its pages) goes out whole,
 	// with its new length (wholepage.go).
 	if whole, err := sendWhole(resp); whole || err != nil {
@@ -528,34 +512,26 @@ func sniffContentType(resp *http.Response) {
 }
 
 // browserSniffs reports whether a browser sniffs an answer of this
-// Content-Type to learn its type (the MIME Sniffing Standard's "unknown"
-// types), as it does one without a type.
+// Content-Type to learn its type (an empty one, or the MIME Sniffing
+// Standard's "unknown" types), as it does one without a type.
 func browserSniffs(ct string) bool {
 	essence, _, _ := strings.Cut(ct, ";")
 	essence = strings.Trim(essence, " \t\r\n")
-	return strings.EqualFold(essence, "unknown/unknown") || strings.EqualFold(essence, "application/unknown") || essence == "*/*"
+	return essence == "" || strings.EqualFold(essence, "unknown/unknown") || strings.EqualFold(essence, "application/unknown") || essence == "*/*"
 }
 
-// setUTF8 makes an HTML answer's Content-Type say charset=utf-8, whatever
-// charset, and however many values, it had: one value, the type of the
-// first that is HTML.
-func setUTF8(h http.Header) {
-	for _, v := range h.Values("Content-Type") {
-		if isHTML(v) {
-			essence, _, _ := strings.Cut(v, ";")
-			essence = strings.Trim(essence, " \t\r\n")
-			if typ, sub, ok := strings.Cut(essence, "/"); !ok || !isToken(typ) || !isToken(sub) {
-				essence = "text/html" // unparseable: a browser sniffs it as HTML
-			}
-			h.Set("Content-Type", essence+"; charset=utf-8")
-			return
-		}
-	}
+// setHTMLUTF8 makes an HTML answer's Content-Type text/html;
+// charset=utf-8, whatever type (application/xhtml+xml, which a browser
+// would parse as XML, where <xmp> and <plaintext> hold elements) and
+// charset it had, in one value.
+func setHTMLUTF8(h http.Header) {
+	h.Set("Content-Type", "text/html; charset=utf-8")
 }
 
-// dropUTF16BOM drops a UTF-16 byte order mark (FE FF or FF FE) from the
-// start of body.
-func dropUTF16BOM(body io.ReadCloser) io.ReadCloser { return &bomDropper{ReadCloser: body} }
+// dropUTF16BOMs drops UTF-16 byte order marks (FE FF or FF FE) from the
+// start of body, as many as there are: the first two bytes of the output
+// are never one.
+func dropUTF16BOMs(body io.ReadCloser) io.ReadCloser { return &bomDropper{ReadCloser: body} }
 
 type bomDropper struct {
 	io.ReadCloser
@@ -567,17 +543,22 @@ func (b *bomDropper) Read(p []byte) (int, error) {
 		return b.ReadCloser.Read(p)
 	}
 	b.started = true
-	if len(p) < 2 { // not the stripper's reads: they take 32 KiB
+	if len(p) < 2 { // not a reader of pages: they take KiBs
 		return b.ReadCloser.Read(p)
 	}
-	n, err := io.ReadAtLeast(b.ReadCloser, p, 2)
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		err = io.EOF // a body of one byte
-	}
-	if n >= 2 && (p[0] == 0xFE && p[1] == 0xFF || p[0] == 0xFF && p[1] == 0xFE) {
+	n := 0
+	var err error
+	for {
+		for n < 2 && err == nil {
+			var k int
+			k, err = b.ReadCloser.Read(p[n:])
+			n += k
+		}
+		if n < 2 || !(p[0] == 0xFE && p[1] == 0xFF || p[0] == 0xFF && p[1] == 0xFE) {
+			return n, err
+		}
 		n = copy(p, p[2:n])
 	}
-	return n, err
 }
 
 // isHTML reports whether a browser may render a response of this
