@@ -534,12 +534,7 @@ func TestUpstreamTrailersDropped(t *testing.T) {
 	h = htmlDriver(t, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Trailer", "Set-Cookie")
 		w.Header().Set("Content-Type", "text/html;charset=utf-8")
-		for p := page; len(p) > 0; {
-			n := min(len(p), 8<<10)
-			_, _ = io.WriteString(w, p[:n])
-			w.(http.Flusher).Flush()
-			p = p[n:]
-		}
+		writeAsJetty(w, []byte(page))
 		w.Header().Set("Set-Cookie", CookiePrefix+"=planted; Path=/")
 	})
 	resp, body = h.do(t, "GET", "/app/"+appLive+"/jobs/", "alice", nil)

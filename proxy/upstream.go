@@ -30,9 +30,6 @@ type upstreamTarget struct {
 	// "History Server main".
 	label string
 	rp    *httputil.ReverseProxy
-	// slots bounds a driver's requests waiting for an answer
-	// (Config.MaxRequestsPerDriver); nil for other upstreams.
-	slots *slotLimit
 }
 
 // upKey identifies an upstream without allocating a string per request;
@@ -190,8 +187,7 @@ func (u *upstreams) newReverseProxy(t *upstreamTarget, driver bool) *httputil.Re
 	if driver {
 		// Only drivers are bounded: History Servers and masters are
 		// named by the configuration and serve every team.
-		t.slots = newSlotLimit(transport, s.cfg.MaxRequestsPerDriver, s.cfg.DialTimeout)
-		transport = t.slots
+		transport = newSlotLimit(transport, s.cfg.MaxRequestsPerDriver, s.cfg.DialTimeout)
 	}
 	if u.isHistoryServer(base) {
 		transport = loadRetry{transport}
@@ -458,8 +454,10 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 	// browser must too: the answer says text/html and utf-8, and UTF-16
 	// byte order marks at the start of what is sent, which a browser
 	// obeys before any header, are dropped (below). A page in UTF-16 then
-	// shows as the stripper read it, with no tag in it.
-	setHTMLUTF8(h)
+	// shows as the stripper read it, with no tag in it. XHTML goes out as
+	// HTML too: a browser would parse it as XML, where <xmp> and
+	// <plaintext> hold elements.
+	h.Set("Content-Type", "text/html; charset=utf-8")
 	if st.killApp != nil && s.mayKill(st) {
 		resp.Body = NewConfirmLinkReader(resp.Body, st.prefix)
 	} else {
@@ -518,14 +516,6 @@ func browserSniffs(ct string) bool {
 	essence, _, _ := strings.Cut(ct, ";")
 	essence = strings.Trim(essence, " \t\r\n")
 	return essence == "" || strings.EqualFold(essence, "unknown/unknown") || strings.EqualFold(essence, "application/unknown") || essence == "*/*"
-}
-
-// setHTMLUTF8 makes an HTML answer's Content-Type text/html;
-// charset=utf-8, whatever type (application/xhtml+xml, which a browser
-// would parse as XML, where <xmp> and <plaintext> hold elements) and
-// charset it had, in one value.
-func setHTMLUTF8(h http.Header) {
-	h.Set("Content-Type", "text/html; charset=utf-8")
 }
 
 // dropUTF16BOMs drops UTF-16 byte order marks (FE FF or FF FE) from the

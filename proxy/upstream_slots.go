@@ -68,6 +68,3 @@ func (l *slotLimit) await(ctx context.Context) error {
 		return fmt.Errorf("%w: all %d requests it may have waiting for an answer waited longer than %v", errUpstreamBusy, cap(l.slots), l.wait)
 	}
 }
-
-// inFlight is the number of slots taken.
-func (l *slotLimit) inFlight() int { return len(l.slots) }
