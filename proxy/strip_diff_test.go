@@ -316,7 +316,9 @@ func FuzzRawTag(f *testing.F) {
 		if len(b) < 3 || b[0] != '<' || !isASCIILetter(b[1]) {
 			return
 		}
-		end, ok := scanTag(b, 1)
+		var x byteIndex
+		x.mark(b, 0)
+		end, ok := scanTag(b, &x, 1)
 		if !ok {
 			return
 		}

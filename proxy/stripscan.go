@@ -12,8 +12,9 @@ import (
 // x/net/html's tokenizer exactly as far as token boundaries go (data, tags
 // with their quoted attributes, comments, doctypes and bogus comments,
 // raw text up to its end tag, script data with its escape states,
-// plaintext), jumps between the bytes that matter with bytes.IndexByte,
-// and copies everything else through in place.
+// plaintext), jumps between the bytes that matter by their marks in the
+// buffer's index (byteIndex) or with bytes.IndexByte, and copies
+// everything else through in place.
 //
 // Only tags that matter are judged, by the same code as the
 // tokenizer-based stripper (stripState, judgeControl): a tag that may be a
@@ -38,7 +39,16 @@ import (
 // scanBufSize is the size of a pooled scan buffer: one read from src.
 const scanBufSize = 32 << 10
 
-var scanBufPool = sync.Pool{New: func() any { b := make([]byte, scanBufSize); return &b }}
+// scanMem is what a stream's fast path uses, pooled: its scan buffer,
+// room for the buffer's index, and room for the buffers of its stripState
+// (a page with kill controls allocates none for them).
+type scanMem struct {
+	buf   [scanBufSize]byte
+	masks [3 * (scanBufSize>>blockShift + 1)]uint64
+	bufs  stripBufs
+}
+
+var scanMemPool = sync.Pool{New: func() any { return new(scanMem) }}
 
 // scanState is where the tokenizer would be.
 type scanState uint8
@@ -77,8 +87,9 @@ const (
 type fastStripper struct {
 	src io.ReadCloser
 	in  stickyReader // src, with its first error kept
-	bp  *[]byte      // pooled buffer; nil once closed
+	mem *scanMem     // pooled buffer and index; nil once closed
 	buf []byte
+	idx byteIndex // of buf[:end]
 	// buf[out:ready] is decided output not yet returned; buf[ready:end] is
 	// read but undecided; scanning resumes at pos (ready <= pos <= end).
 	out, ready, pos, end int
@@ -110,10 +121,9 @@ type fastStripper struct {
 	// attrs reads a judged tag's attributes, unless the tag needs the
 	// judge tokenizer (see rawTag).
 	attrs rawTag
-	// bufs is room for st's buffers, taken when a tag is first judged: a
-	// page with kill controls costs one allocation for them, not one per
-	// control, and a page with none does not pay for zeroing them.
-	bufs *stripBufs
+	// bufsTaken says st's buffers are mem.bufs, taken when a tag is
+	// first judged.
+	bufsTaken bool
 
 	// slow is the tokenizer-based stripper the stream was handed to; it
 	// hands it back (slow.yielded) once it is at a token boundary in data
@@ -161,8 +171,9 @@ func (s *stickyReader) Read(p []byte) (int, error) {
 }
 
 func newFastStripper(src io.ReadCloser, rewrite bool, linkPrefix string) *fastStripper {
-	bp := scanBufPool.Get().(*[]byte)
-	f := &fastStripper{src: src, bp: bp, buf: *bp, wait: true}
+	mem := scanMemPool.Get().(*scanMem)
+	f := &fastStripper{src: src, mem: mem, buf: mem.buf[:], wait: true}
+	f.idx.use(mem.masks[:])
 	f.in.r = src
 	f.st.rewrite, f.st.linkPrefix = rewrite, linkPrefix
 	return f
@@ -244,7 +255,9 @@ func (f *fastStripper) finish() {
 // fill reads src once into the buffer, after moving the undecided bytes
 // to its front (growing it only while one tag is longer than it).
 func (f *fastStripper) fill() {
+	from := f.end
 	if f.out > 0 {
+		from = 0
 		n := copy(f.buf, f.buf[f.out:f.end])
 		f.ready -= f.out
 		f.pos -= f.out
@@ -258,6 +271,7 @@ func (f *fastStripper) fill() {
 	}
 	k, _ := f.in.Read(f.buf[f.end:])
 	f.end += k
+	f.idx.mark(f.buf[:f.end], from)
 	f.wait = false
 }
 
@@ -290,6 +304,7 @@ func (f *fastStripper) takeBack() {
 	copy(f.buf[len(rest):], pre)
 	copy(f.buf, rest)
 	f.end = len(rest) + len(pre)
+	f.idx.mark(f.buf[:f.end], 0)
 	f.wait = f.end == 0
 }
 
@@ -306,12 +321,9 @@ func (f *fastStripper) Close() error {
 		}
 		f.j = nil
 	}
-	if f.bp != nil {
-		if len(f.buf) == scanBufSize {
-			*f.bp = f.buf
-		}
-		scanBufPool.Put(f.bp)
-		f.bp, f.buf = nil, nil
+	if f.mem != nil {
+		scanMemPool.Put(f.mem)
+		f.mem, f.buf, f.idx = nil, nil, byteIndex{}
 	}
 	return f.src.Close()
 }
@@ -330,12 +342,11 @@ func (f *fastStripper) scan() (res scanResult) {
 	for f.pos < len(b) {
 		switch f.state {
 		case inData:
-			i := bytes.IndexByte(b[f.pos:], '<')
-			if i < 0 {
+			lt := next(f.idx.lt, f.pos, len(b))
+			if lt < 0 {
 				f.pos, f.ready = len(b), len(b)
 				break
 			}
-			lt := f.pos + i
 			f.ready = lt
 			if lt+1 >= len(b) {
 				return f.waitAt(lt)
@@ -344,7 +355,7 @@ func (f *fastStripper) scan() (res scanResult) {
 			case isASCIILetter(c):
 				nameEnd := tagNameEnd(b, lt+1)
 				candidate, rc := classifyTag(b[lt+1 : nameEnd])
-				end, may, ok := scanAttrs(b, nameEnd, candidate && f.st.skip == "")
+				end, may, ok := scanAttrs(b, &f.idx, nameEnd, candidate && f.st.skip == "")
 				if !ok {
 					return f.tagWait(lt)
 				}
@@ -377,7 +388,7 @@ func (f *fastStripper) scan() (res scanResult) {
 				case c2 == '>':
 					f.pos, f.ready = lt+3, lt+3
 				case isASCIILetter(c2):
-					end, ok := scanTag(b, lt+2)
+					end, ok := scanTag(b, &f.idx, lt+2)
 					if !ok {
 						return f.tagWait(lt)
 					}
@@ -450,10 +461,11 @@ func (f *fastStripper) judge(b []byte, lt, end int, endTag bool) scanResult {
 		return scanDrain
 	}
 	raw := b[lt:end]
-	if f.bufs == nil {
-		f.bufs = new(stripBufs)
-		f.st.scratch, f.st.link = f.bufs.scratch[:0], f.bufs.link[:0]
-		f.st.innerNames, f.st.innerEnds = f.bufs.innerNames[:0], f.bufs.innerEnds[:0]
+	if !f.bufsTaken {
+		f.bufsTaken = true
+		bufs := &f.mem.bufs
+		f.st.scratch, f.st.link = bufs.scratch[:0], bufs.link[:0]
+		f.st.innerNames, f.st.innerEnds = bufs.innerNames[:0], bufs.innerEnds[:0]
 	}
 	var kept []byte
 	switch {
@@ -640,8 +652,8 @@ var tagClass = func() (t [256]uint8) {
 // scanTag reads a start or end tag as the tokenizer's readTag does, from
 // its name's first byte at p: it returns the index after its '>', or ok
 // false if b ends first.
-func scanTag(b []byte, p int) (end int, ok bool) {
-	end, _, ok = scanAttrs(b, tagNameEnd(b, p), false)
+func scanTag(b []byte, x *byteIndex, p int) (end int, ok bool) {
+	end, _, ok = scanAttrs(b, x, tagNameEnd(b, p), false)
 	return end, ok
 }
 
@@ -661,12 +673,38 @@ func tagNameEnd(b []byte, p int) int {
 // value of an attribute judgeControl reads (class, href, xlink:href,
 // content, action, formaction): Spark's long onclick and style values are
 // not searched.
-func scanAttrs(b []byte, p int, judge bool) (end int, may, ok bool) {
-	if p >= len(b) {
-		return 0, false, false
-	}
-	if tagClass[b[p]] == tcSpace {
-		p++
+func scanAttrs(b []byte, x *byteIndex, p int, judge bool) (end int, may, ok bool) {
+	// First the attributes as Spark writes them, ` key="value"`, each
+	// read as the loop below reads it, with fewer questions; at anything
+	// else the loop takes over, at the start of an attribute or between
+	// attributes, where it reads as it would have from the tag's start.
+	for {
+		if p >= len(b) {
+			return 0, false, false
+		}
+		if b[p] == '>' {
+			return p + 1, may, true
+		}
+		if b[p] != ' ' {
+			break
+		}
+		ks := p + 1
+		ke := ks
+		for ke < len(b) && tagClass[b[ke]] == 0 {
+			ke++
+		}
+		if ke == ks || ke+1 >= len(b) || b[ke] != '=' || b[ke+1] != '"' {
+			p = ks
+			break
+		}
+		i := next(x.dq, ke+2, len(b))
+		if i < 0 {
+			return 0, false, false
+		}
+		if judge && !may && isJudgedAttr(b[ks:ke]) {
+			may = mayBeKill(b[ke+2 : i])
+		}
+		p = i + 1
 	}
 	for {
 		for p < len(b) && tagClass[b[p]] == tcSpace {
@@ -714,11 +752,15 @@ func scanAttrs(b []byte, p int, judge bool) (end int, may, ok bool) {
 		case '>':
 			continue
 		case '"', '\'':
-			i := bytes.IndexByte(b[p+1:], q)
+			m := x.dq
+			if q == '\'' {
+				m = x.sq
+			}
+			i := next(m, p+1, len(b))
 			if i < 0 {
 				return 0, false, false
 			}
-			vs, p = p+1, p+i+2
+			vs, p = p+1, i+1
 			if judge && !may && isJudgedAttr(b[ks:ke]) {
 				may = mayBeKill(b[vs : p-1])
 			}
@@ -805,12 +847,11 @@ func (f *fastStripper) commentData(seg []byte) {
 // returns true when it must wait at f.pos for more input to tell.
 func (f *fastStripper) scanRawText(b []byte) (wait bool) {
 	for {
-		i := bytes.IndexByte(b[f.pos:], '<')
-		if i < 0 {
+		lt := next(f.idx.lt, f.pos, len(b))
+		if lt < 0 {
 			f.pos, f.ready = len(b), len(b)
 			return false
 		}
-		lt := f.pos + i
 		f.ready = lt
 		switch rawEndTag(b[lt:], f.rawTag) {
 		case rawEndYes:
@@ -879,14 +920,14 @@ func (f *fastStripper) scanScript(b []byte) (wait bool) {
 			cp, cpSt = p, st
 		}
 		if st == sData {
-			i := bytes.IndexByte(b[p:], '<')
-			if i < 0 {
+			lt := next(f.idx.lt, p, len(b))
+			if lt < 0 {
 				p = len(b)
 				cp = p
 				break
 			}
-			cp, cpSt = p+i, sData
-			p, st = p+i+1, sLessThan
+			cp, cpSt = lt, sData
+			p, st = lt+1, sLessThan
 			continue
 		}
 		c := b[p]
