@@ -354,7 +354,11 @@ func (f *fastStripper) scan() (res scanResult) {
 			switch c := b[lt+1]; {
 			case isASCIILetter(c):
 				nameEnd := tagNameEnd(b, lt+1)
-				candidate, rc := classifyTag(b[lt+1 : nameEnd])
+				var candidate bool
+				var rc string
+				if mayClassify(b[lt+1 : nameEnd]) {
+					candidate, rc = classifyTag(b[lt+1 : nameEnd])
+				}
 				end, may, ok := scanAttrs(b, &f.idx, nameEnd, candidate && f.st.skip == "")
 				if !ok {
 					return f.tagWait(lt)
@@ -614,6 +618,23 @@ func classifyTag(name []byte) (candidate bool, rawText string) {
 	}
 	return false, ""
 }
+
+// mayClassify reports whether classifyTag may find anything in a start
+// tag's name: most names are told apart by their length and first letter
+// alone (td, div, span, table, strong: none of classifyTag's).
+func mayClassify(name []byte) bool {
+	return len(name) < len(classifyFirst) && classifyFirst[len(name)]>>(name[0]&31)&1 != 0
+}
+
+// classifyFirst holds, per name length, a bit for the first letter (its
+// low five bits, any case) of each name classifyTag tells apart.
+var classifyFirst = func() (t [10]uint32) {
+	for _, name := range []string{"a", "xmp", "form", "area", "meta", "input", "style", "title",
+		"button", "script", "iframe", "noembed", "noframes", "noscript", "textarea", "plaintext"} {
+		t[len(name)] |= 1 << (name[0] & 31)
+	}
+	return t
+}()
 
 // isJudgedAttr reports whether judgeControl reads the attribute key (any
 // ASCII case, as the tokenizer lower-cases keys).
