@@ -293,6 +293,48 @@ func TestStripperMatchesReferenceLargeTokens(t *testing.T) {
 	}
 }
 
+// FuzzScanTag requires scanTag, with the buffer's index, to end a start
+// tag where x/net/html's tokenizer ends its token, and to wait for more
+// input exactly when the tokenizer returns no token: the scanner judges
+// only the tags it finds, so a tag end of its own would let a page hide a
+// kill control in what it reads as an attribute value. Seeds are every
+// start tag of the captured Spark pages and attributes in unusual forms.
+func FuzzScanTag(f *testing.F) {
+	for _, page := range sparkPages(f) {
+		z := html.NewTokenizer(strings.NewReader(page))
+		for tt := z.Next(); tt != html.ErrorToken; tt = z.Next() {
+			if tt == html.StartTagToken || tt == html.SelfClosingTagToken {
+				f.Add(string(z.Raw()))
+			}
+		}
+	}
+	for _, s := range []string{`<a  class="x">`, `<a class="x"class="y">`, `<a ="x" b="c">`, `<a b=="c">`,
+		`<a b/="c">`, `<a b="c"/>`, `<a b='"' c="'">`, `<a b"c="d">`, `<a b='c" d="e>`, "<a \tclass=\"kill\">",
+		`<a href="x"href="/kill">`, `<a / class="kill-link">`, `<a class= "kill-link">`, `<a class ="kill-link">`,
+		`<a = "x">`, `<a b="c`, `<a b='c>' d=e>`, "<a b=\"c\">\n<a href=\"/kill\">"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		b := []byte(in)
+		if len(b) < 2 || b[0] != '<' || !isASCIILetter(b[1]) {
+			return
+		}
+		var x byteIndex
+		x.mark(b, 0)
+		end, ok := scanTag(b, &x, 1)
+		z := html.NewTokenizer(bytes.NewReader(b))
+		tt := z.Next()
+		switch {
+		case ok && tt != html.StartTagToken && tt != html.SelfClosingTagToken:
+			t.Fatalf("%q: scanTag ends a tag at %d, the tokenizer reads %v %q", b, end, tt, z.Raw())
+		case ok && len(z.Raw()) != end:
+			t.Fatalf("%q: scanTag ends the tag at %d, the tokenizer at %d", b, end, len(z.Raw()))
+		case !ok && tt != html.ErrorToken:
+			t.Fatalf("%q: scanTag waits for more, the tokenizer reads %v %q", b, tt, z.Raw())
+		}
+	})
+}
+
 // FuzzRawTag compares rawTag, the fast path's attribute reader, with the
 // tokenizer on one start tag: the same token type, the same attributes in
 // the same order (keys lower-cased as the stripper compares them) and,

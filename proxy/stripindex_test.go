@@ -111,3 +111,31 @@ func TestByteIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestMayClassify checks that every name classifyTag tells apart, in
+// every ASCII case, passes mayClassify.
+func TestMayClassify(t *testing.T) {
+	names := []string{"a", "xmp", "form", "area", "meta", "input", "style", "title",
+		"button", "script", "iframe", "noembed", "noframes", "noscript", "textarea", "plaintext"}
+	for _, n := range names {
+		for v := range 1 << len(n) {
+			b := []byte(n)
+			for i := range b {
+				if v>>i&1 == 1 {
+					b[i] -= 'a' - 'A'
+				}
+			}
+			if c, rc := classifyTag(b); !c && rc == "" {
+				t.Fatalf("classifyTag(%q) finds nothing", b)
+			}
+			if !mayClassify(b) {
+				t.Fatalf("mayClassify(%q) = false", b)
+			}
+		}
+	}
+	for _, n := range []string{"td", "tr", "div", "span", "li", "label"} {
+		if mayClassify([]byte(n)) {
+			t.Errorf("mayClassify(%q) = true: the filter passes everything", n)
+		}
+	}
+}

@@ -621,7 +621,7 @@ func classifyTag(name []byte) (candidate bool, rawText string) {
 
 // mayClassify reports whether classifyTag may find anything in a start
 // tag's name: most names are told apart by their length and first letter
-// alone (td, div, span, table, strong: none of classifyTag's).
+// alone (td, tr, div, span, li, label; a table or strong is compared).
 func mayClassify(name []byte) bool {
 	return len(name) < len(classifyFirst) && classifyFirst[len(name)]>>(name[0]&31)&1 != 0
 }
