@@ -293,13 +293,9 @@ func TestStripperMatchesReferenceLargeTokens(t *testing.T) {
 	}
 }
 
-// FuzzScanTag requires scanTag, with the buffer's index, to end a start
-// tag where x/net/html's tokenizer ends its token, and to wait for more
-// input exactly when the tokenizer returns no token: the scanner judges
-// only the tags it finds, so a tag end of its own would let a page hide a
-// kill control in what it reads as an attribute value. Seeds are every
-// start tag of the captured Spark pages and attributes in unusual forms.
-func FuzzScanTag(f *testing.F) {
+// addSparkStartTags seeds f with every start tag of the captured Spark
+// pages.
+func addSparkStartTags(f *testing.F) {
 	for _, page := range sparkPages(f) {
 		z := html.NewTokenizer(strings.NewReader(page))
 		for tt := z.Next(); tt != html.ErrorToken; tt = z.Next() {
@@ -308,6 +304,24 @@ func FuzzScanTag(f *testing.F) {
 			}
 		}
 	}
+}
+
+// scanTagAlone is scanTag on b, a tag at its start and what follows, with
+// b's own index.
+func scanTagAlone(b []byte) (end int, ok bool) {
+	var x byteIndex
+	x.mark(b, 0)
+	return scanTag(b, &x, 1)
+}
+
+// FuzzScanTag requires scanTag, with the buffer's index, to end a start
+// tag where x/net/html's tokenizer ends its token, and to wait for more
+// input exactly when the tokenizer returns no token: the scanner judges
+// only the tags it finds, so a tag end of its own would let a page hide a
+// kill control in what it reads as an attribute value. Seeds are every
+// start tag of the captured Spark pages and attributes in unusual forms.
+func FuzzScanTag(f *testing.F) {
+	addSparkStartTags(f)
 	for _, s := range []string{`<a  class="x">`, `<a class="x"class="y">`, `<a ="x" b="c">`, `<a b=="c">`,
 		`<a b/="c">`, `<a b="c"/>`, `<a b='"' c="'">`, `<a b"c="d">`, `<a b='c" d="e>`, "<a \tclass=\"kill\">",
 		`<a href="x"href="/kill">`, `<a / class="kill-link">`, `<a class= "kill-link">`, `<a class ="kill-link">`,
@@ -319,9 +333,7 @@ func FuzzScanTag(f *testing.F) {
 		if len(b) < 2 || b[0] != '<' || !isASCIILetter(b[1]) {
 			return
 		}
-		var x byteIndex
-		x.mark(b, 0)
-		end, ok := scanTag(b, &x, 1)
+		end, ok := scanTagAlone(b)
 		z := html.NewTokenizer(bytes.NewReader(b))
 		tt := z.Next()
 		switch {
@@ -341,14 +353,7 @@ func FuzzScanTag(f *testing.F) {
 // for the keys the stripper reads, the same values; or rawTag declines
 // the tag. Seeds are every start tag of the captured Spark pages.
 func FuzzRawTag(f *testing.F) {
-	for _, page := range sparkPages(f) {
-		z := html.NewTokenizer(strings.NewReader(page))
-		for tt := z.Next(); tt != html.ErrorToken; tt = z.Next() {
-			if tt == html.StartTagToken || tt == html.SelfClosingTagToken {
-				f.Add(string(z.Raw()))
-			}
-		}
-	}
+	addSparkStartTags(f)
 	for _, s := range []string{`<a b=c/>`, `<a b="c"/>`, `<a/b/>`, `<a =b class=kill-link CLASS=x/>`, `<a b = c d= e f =g/ >`,
 		`<input name=id value='1' NAME=x>`, `<a href="a&amp;b" class=k>`, "<a\x00 class=\x00>", `<a b c d e f g h i j k l m n o p q r s t u v w x y z aa bb cc dd ee ff gg>`} {
 		f.Add(s)
@@ -358,9 +363,7 @@ func FuzzRawTag(f *testing.F) {
 		if len(b) < 3 || b[0] != '<' || !isASCIILetter(b[1]) {
 			return
 		}
-		var x byteIndex
-		x.mark(b, 0)
-		end, ok := scanTag(b, &x, 1)
+		end, ok := scanTagAlone(b)
 		if !ok {
 			return
 		}

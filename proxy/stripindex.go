@@ -1,6 +1,9 @@
 package proxy
 
-import "math/bits"
+import (
+	"encoding/binary"
+	"math/bits"
+)
 
 // byteIndex marks, per 64-byte block of the scan buffer, where its '<',
 // '"' and '\” bytes are, one bit per byte. The scanner jumps to the next
@@ -76,7 +79,7 @@ func markBlocksGeneric(b []byte, lt, dq, sq []uint64) {
 		block := b[w<<blockShift : (w+1)<<blockShift]
 		var l, d, s uint64
 		for k := range 8 {
-			x := le64(block[8*k:])
+			x := binary.LittleEndian.Uint64(block[8*k:])
 			l |= uint64(zeroBytes(x^('<'*ones))) << (8 * k)
 			d |= uint64(zeroBytes(x^('"'*ones))) << (8 * k)
 			s |= uint64(zeroBytes(x^('\''*ones))) << (8 * k)
@@ -98,10 +101,4 @@ func zeroBytes(x uint64) uint8 {
 	// Gather the eight high bits into the top byte: each lands at its own
 	// position, so no two products overlap or carry.
 	return uint8(((t >> 7) * 0x0102040810204080) >> 56)
-}
-
-func le64(b []byte) uint64 {
-	_ = b[7]
-	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
-		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
 }
