@@ -190,6 +190,10 @@ fi
 venv=".cache/spark/$spark_version/venv"
 pyspark_home="$venv/lib/python3.11/site-packages/pyspark"
 have_spark=1
+# Like wrk, the driver's Spark is installed when missing: without it the
+# report would lack the rows of the pages a real driver sends.
+[ -x "$venv/bin/spark-submit" ] || SPARK_VERSIONS="$spark_version" scripts/setup-spark.sh >&2 ||
+  log "installing Spark $spark_version failed"
 [ -x "$venv/bin/spark-submit" ] || { log "no Spark $spark_version in $venv (scripts/setup-spark.sh): real-driver runs skipped"; have_spark=0; }
 
 # The driver takes ~10 s to start: start it first, build meanwhile.
