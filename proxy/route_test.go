@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -214,5 +215,42 @@ func BenchmarkParseRouteGuard(b *testing.B) {
 			b.Fatal(err)
 		}
 		g.Check("GET", r.Path)
+	}
+}
+
+// TestAPIAppPathChecks holds isDiagnosisAPI and allEventLogs, which cut the
+// path rather than build /api/v1/applications/<id> on every request, to
+// the comparisons they replaced, over paths that almost match.
+func TestAPIAppPathChecks(t *testing.T) {
+	ids := []string{"app-1", "app-12", "", "1"}
+	attempts := []string{"", "1", "2", "/1"}
+	tails := []string{"/diagnosis", "/diagnosis/", "/1/diagnosis", "/2/diagnosis", "//diagnosis",
+		"/logs", "/logs/", "/1/logs", "/logsx", "/diagnosisx", "", "/", "2/diagnosis", "/1/diagnosis/x"}
+	for _, id := range ids {
+		for _, other := range ids {
+			for _, tail := range tails {
+				for _, attempt := range attempts {
+					rt := Route{Kind: KindAPIApp, AppID: id, Attempt: attempt, Path: "/api/v1/applications/" + other + tail}
+					base := "/api/v1/applications/" + rt.AppID
+					wantDiag := (rt.Attempt != "" && rt.Path == base+"/"+rt.Attempt+"/diagnosis") || rt.Path == base+"/diagnosis"
+					wantLogs := rt.Attempt == "" && rt.AppID != "" && strings.TrimSuffix(rt.Path, "/") == base+"/logs"
+					if got := isDiagnosisAPI(rt); got != wantDiag {
+						t.Errorf("isDiagnosisAPI(%+v) = %v; want %v", rt, got, wantDiag)
+					}
+					if got := allEventLogs(rt); got != wantLogs {
+						t.Errorf("allEventLogs(%+v) = %v; want %v", rt, got, wantLogs)
+					}
+				}
+			}
+		}
+	}
+	rt := Route{Kind: KindAPIApp, AppID: "app-1", Attempt: "1", Path: "/api/v1/applications/app-1/1/jobs"}
+	var hits int
+	if n := testing.AllocsPerRun(100, func() {
+		if isDiagnosisAPI(rt) || allEventLogs(rt) {
+			hits++
+		}
+	}); n != 0 || hits != 0 {
+		t.Errorf("isDiagnosisAPI and allEventLogs allocate %v times per call (%d matches of a jobs path); want 0 (0)", n, hits)
 	}
 }

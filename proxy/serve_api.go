@@ -42,8 +42,21 @@ func (s *Server) serveAPIApp(w http.ResponseWriter, r *http.Request, st *reqStat
 // The History Server checks one attempt's ACLs for it (the one without an
 // id, else "1") and zips them all; the gateway asks for every attempt's.
 func allEventLogs(rt Route) bool {
-	return rt.Attempt == "" && rt.AppID != "" &&
-		strings.TrimSuffix(rt.Path, "/") == "/api/v1/applications/"+rt.AppID+"/logs"
+	if rt.Attempt != "" || rt.AppID == "" {
+		return false
+	}
+	rest, ok := appAPIRest(rt)
+	return ok && strings.TrimSuffix(rest, "/") == "/logs"
+}
+
+// appAPIRest is what follows /api/v1/applications/<id> in the route's
+// path, without building that prefix on every request.
+func appAPIRest(rt Route) (string, bool) {
+	rest, ok := strings.CutPrefix(rt.Path, "/api/v1/applications/")
+	if !ok {
+		return "", false
+	}
+	return strings.CutPrefix(rest, rt.AppID)
 }
 
 // sparkDate is the date layout of Spark's REST API.

@@ -20,11 +20,18 @@ const diagnosisPath = "/_/diagnosis"
 // isDiagnosisAPI reports whether a KindAPIApp route is
 // /api/v1/applications/<id>[/<attempt>]/diagnosis.
 func isDiagnosisAPI(rt Route) bool {
-	base := "/api/v1/applications/" + rt.AppID
-	if rt.Attempt != "" && rt.Path == base+"/"+rt.Attempt+"/diagnosis" {
+	rest, ok := appAPIRest(rt)
+	if !ok {
+		return false
+	}
+	if rest == "/diagnosis" {
 		return true
 	}
-	return rt.Path == base+"/diagnosis"
+	if rt.Attempt == "" || !strings.HasPrefix(rest, "/") {
+		return false
+	}
+	r, ok := strings.CutPrefix(rest[1:], rt.Attempt)
+	return ok && r == "/diagnosis"
 }
 
 // diagnosisJSON is the answer of /api/v1/applications/<id>/diagnosis: the
