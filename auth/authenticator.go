@@ -14,7 +14,6 @@ package auth
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -217,7 +216,7 @@ func (a *Authenticator) currentSession(ctx context.Context, r *http.Request) (s 
 	if value == "" {
 		return nil, false, nil
 	}
-	key := sha256.Sum256([]byte(value))
+	key := sessionKey(value)
 	s, ok := a.sessions.Get(key)
 	if !ok {
 		s = new(session)

@@ -1,7 +1,6 @@
 package auth
 
 import (
-	"crypto/sha256"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -98,7 +97,7 @@ func BenchmarkMiddlewareStaleCookie(b *testing.B) {
 			}
 			renewed := *old
 			renewed.Groups = []string{"eng"}
-			a.refreshed.Add(sha256.Sum256([]byte(value)), &renewed)
+			a.refreshed.Add(sessionKey(value), &renewed)
 			h := a.Middleware(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 			r := httptest.NewRequest(http.MethodGet, "/app/app-1/jobs/", nil)
 			r.AddCookie(&http.Cookie{Name: sessionCookie, Value: value})

@@ -1,7 +1,6 @@
 package auth
 
 import (
-	"crypto/sha256"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -50,7 +49,7 @@ func (a *Authenticator) serveLogout(w http.ResponseWriter, r *http.Request) erro
 		if err := a.codec.decode(sessionCookie, value, &s); err == nil {
 			idToken, user = s.IDToken, s.User
 			a.revoke(r.Context(), s.ID)
-			key := sha256.Sum256([]byte(value))
+			key := sessionKey(value)
 			a.sessions.Remove(key)
 			a.refreshed.Remove(key)
 		}

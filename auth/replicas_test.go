@@ -268,7 +268,7 @@ func TestRenewWaitsForTheLockHolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.shared.putRenewed(context.Background(), sessionKey(value), sealed)
+	a.shared.putRenewed(context.Background(), storeKey(value), sealed)
 	a.shared.unlock(context.Background(), s.ID, tok)
 	if !<-done {
 		t.Error("replica b after the holder's renewal refused the session; want it to take the shared result")
@@ -333,7 +333,7 @@ func TestRenewedSessionBoundToItsCookie(t *testing.T) {
 	}
 	ctx := context.Background()
 	value := readSessionValue(cookieRequest(t, c, e.a.srv.URL), sessionCookie)
-	sealed, err := e.redis.client().Get(ctx, e.cfg.Session.Redis.KeyPrefix+"renewed:"+sessionKey(value)).Result()
+	sealed, err := e.redis.client().Get(ctx, e.cfg.Session.Redis.KeyPrefix+"renewed:"+storeKey(value)).Result()
 	if err != nil {
 		t.Fatalf("renewed session in redis: %v", err)
 	}
@@ -343,7 +343,7 @@ func TestRenewedSessionBoundToItsCookie(t *testing.T) {
 	}
 	// Plant it under mallory's cookie: b must not hand alice's renewal to
 	// mallory's cookie (it renews mallory's own session instead).
-	if err := e.redis.client().Set(ctx, e.cfg.Session.Redis.KeyPrefix+"renewed:"+sessionKey(mvalue), sealed, time.Hour).Err(); err != nil {
+	if err := e.redis.client().Set(ctx, e.cfg.Session.Redis.KeyPrefix+"renewed:"+storeKey(mvalue), sealed, time.Hour).Err(); err != nil {
 		t.Fatal(err)
 	}
 	b := e.b.auth.Load()
@@ -366,8 +366,8 @@ func cookieRequest(t *testing.T, c *http.Client, base string) *http.Request {
 	return r
 }
 
-// sessionKey is how the store names a cookie value: the hex SHA-256.
-func sessionKey(value string) string {
+// storeKey is how the store names a cookie value: the hex SHA-256.
+func storeKey(value string) string {
 	sum := sha256.Sum256([]byte(value))
 	return hex.EncodeToString(sum[:])
 }

@@ -163,6 +163,18 @@ func (o cookieOptions) cookie(name, value string, maxAge int, path string) *http
 	}
 }
 
+// sessionKey is the cache key of an encoded session: its SHA-256, so the
+// caches hold no cookie. A value that fits one cookie (most) is copied
+// into a buffer on the stack rather than converted on the heap: every
+// request hashes its cookie, and the copy was a 2 KB allocation each.
+func sessionKey(value string) [32]byte {
+	if len(value) > cookieChunk {
+		return sha256.Sum256([]byte(value))
+	}
+	var buf [cookieChunk]byte
+	return sha256.Sum256(append(buf[:0], value...))
+}
+
 // readSessionValue joins the session cookie name from the request: either
 // the single cookie or the parts _0.._N in order.
 func readSessionValue(r *http.Request, name string) string {

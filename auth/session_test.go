@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"crypto/sha256"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -168,5 +169,20 @@ func TestHostPrefixedCookiesOnHTTPS(t *testing.T) {
 	cks = w.Result().Cookies()
 	if len(cks) != 1 || !strings.HasPrefix(cks[0].Name, "__Host-sparkgate_login_") || !cks[0].Secure || cks[0].Path != "/" {
 		t.Errorf("login cookies = %v; want one __Host-sparkgate_login_…, Secure, Path=/", cks)
+	}
+}
+
+// TestSessionKey: the cache key is the SHA-256 of the value on both sides
+// of the one-cookie size, and hashing a one-cookie value allocates nothing.
+func TestSessionKey(t *testing.T) {
+	for _, n := range []int{0, 1, 1935, cookieChunk, cookieChunk + 1, maxEncodedSession} {
+		v := strings.Repeat("x", n)
+		if got, want := sessionKey(v), sha256.Sum256([]byte(v)); got != want {
+			t.Errorf("sessionKey(%d bytes) = %x; want %x", n, got, want)
+		}
+	}
+	v := strings.Repeat("x", cookieChunk)
+	if n := testing.AllocsPerRun(100, func() { sessionKey(v) }); n != 0 {
+		t.Errorf("sessionKey(%d bytes) allocates %v times; want 0", len(v), n)
 	}
 }
