@@ -51,6 +51,9 @@ type options struct {
 	apps, drivers   int
 	interval        time.Duration
 	rounds, samples int
+	// profile: take a CPU profile of the gateway over the rounds with
+	// nothing changing (it costs the gateway some CPU of its own).
+	profile bool
 }
 
 func run(args []string) error {
@@ -63,6 +66,7 @@ func run(args []string) error {
 	fs.DurationVar(&o.interval, "interval", 2*time.Second, "discovery.interval of the gateway")
 	fs.IntVar(&o.rounds, "rounds", 5, "discovery rounds the CPU is measured over")
 	fs.IntVar(&o.samples, "samples", 15, "requests per timed URL")
+	fs.BoolVar(&o.profile, "profile", false, "save a CPU profile of each gateway over the rounds with nothing changing (as <dir>/sparkgate-<apps>-idle.pb.gz; it is not the CPU figure's run)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -158,6 +162,13 @@ func measure(o options, nApps, nDrivers int, finishing bool) (result, error) {
 	if err != nil {
 		return r, err
 	}
+	var metricsPort int
+	if o.profile {
+		if metricsPort, err = freePort(); err != nil {
+			return r, err
+		}
+		fmt.Fprintf(&c, "metrics_listen: 127.0.0.1:%d\ndebug_pprof: true\n", metricsPort)
+	}
 	fmt.Fprintf(&c, "listen: 127.0.0.1:%d\nauth: {mode: local}\nlog: {format: json}\ndiscovery:\n  interval: %s\n", port, o.interval)
 	fmt.Fprintf(&c, "  history:\n    - {name: hs, url: %q, acls_enable: true}\n  static:\n", hsURL)
 	for _, u := range urls {
@@ -244,6 +255,13 @@ func measure(o options, nApps, nDrivers int, finishing bool) (result, error) {
 	time.Sleep(time.Duration(o.rounds) * o.interval)
 	lists1, cpu1 := hs.listHits.Load(), cpuTicks(pid)
 	r.cpuPerRound = time.Duration(float64(cpu1-cpu0) / clockTicks * float64(time.Second) / float64(o.rounds))
+	if o.profile {
+		secs := int((time.Duration(o.rounds) * o.interval).Seconds())
+		out := filepath.Join(o.dir, name+"-idle.pb.gz")
+		if err := saveURL(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", metricsPort, secs), out); err != nil {
+			return r, fmt.Errorf("CPU profile: %w", err)
+		}
+	}
 	r.listsPerRound = float64(lists1-lists0) / float64(o.rounds)
 	r.rssKB, r.hwmKB = procStatus(pid, "VmRSS"), procStatus(pid, "VmHWM")
 
@@ -446,6 +464,23 @@ func timeURL(c *http.Client, base string, t *timing, samples int) error {
 }
 
 const clockTicks = 100 // USER_HZ on Linux
+
+// saveURL writes the body of a GET of u to path.
+func saveURL(u, path string) error {
+	resp, err := http.Get(u) //nolint:gosec,noctx // the gateway's own loopback profile endpoint
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close() //nolint:errcheck // read to the end below
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", u, resp.Status)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o600)
+}
 
 // cpuTicks is utime+stime of pid from /proc/<pid>/stat.
 func cpuTicks(pid int) int64 {
