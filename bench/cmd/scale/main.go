@@ -37,6 +37,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sparkgate/sparkgate/bench/internal/benchio"
 )
 
 func main() {
@@ -258,7 +260,7 @@ func measure(o options, nApps, nDrivers int, finishing bool) (result, error) {
 	if o.profile {
 		secs := int((time.Duration(o.rounds) * o.interval).Seconds())
 		out := filepath.Join(o.dir, name+"-idle.pb.gz")
-		if err := saveURL(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", metricsPort, secs), out); err != nil {
+		if err := benchio.SaveURL(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", metricsPort, secs), out); err != nil {
 			return r, fmt.Errorf("CPU profile: %w", err)
 		}
 	}
@@ -464,23 +466,6 @@ func timeURL(c *http.Client, base string, t *timing, samples int) error {
 }
 
 const clockTicks = 100 // USER_HZ on Linux
-
-// saveURL writes the body of a GET of u to path.
-func saveURL(u, path string) error {
-	resp, err := http.Get(u) //nolint:gosec,noctx // the gateway's own loopback profile endpoint
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close() //nolint:errcheck // read to the end below
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", u, resp.Status)
-	}
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, b, 0o600)
-}
 
 // cpuTicks is utime+stime of pid from /proc/<pid>/stat.
 func cpuTicks(pid int) int64 {

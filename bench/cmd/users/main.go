@@ -31,6 +31,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sparkgate/sparkgate/bench/internal/benchio"
 )
 
 func main() {
@@ -93,7 +95,7 @@ func run(args []string) error {
 			case <-ctx.Done():
 				heapDone <- errors.New("the load ended first")
 			case <-time.After(*duration * 3 / 4):
-				heapDone <- saveURL(*heap, *heapOut)
+				heapDone <- benchio.SaveURL(*heap, *heapOut)
 			}
 		}()
 	}
@@ -183,23 +185,6 @@ func run(args []string) error {
 		}
 	}
 	return nil
-}
-
-// saveURL writes the body of a GET of url (200 only) to the file path.
-func saveURL(url, path string) error {
-	resp, err := http.Get(url) //nolint:gosec,noctx // this tool's own -heap flag, loopback
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close() //nolint:errcheck // read-only
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, b, 0o600)
 }
 
 // readHeap returns the Go runtime's figures of a Prometheus /metrics page
