@@ -291,7 +291,58 @@ func (s *suite) checkFallback(t *testing.T, e *killEnv) {
 			t.Errorf("index row of %s is not marked finished: %s", e.d.AppID, row)
 		}
 	})
+	t.Run("listed-by-part", func(t *testing.T) { checkListedByPart(ctx, t, e) })
 	t.Run("takeover", func(t *testing.T) { s.checkTakeover(t, e) })
+}
+
+// checkListedByPart publishes a copy of the finished app's event log as
+// another app that ended a second later, and checks that the gateway
+// lists it from a part of the History Server's list (minEndDate, asked of
+// the real server), not a whole one. A whole read falls due every few
+// minutes: if one came in the window, the check is made again with
+// another copy.
+func checkListedByPart(ctx context.Context, t *testing.T, e *killEnv) {
+	lines, err := ReadEventLog(e.events, e.d.AppID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := ""
+	for _, l := range lines {
+		var ev struct{ Event, User string }
+		if json.Unmarshal(l, &ev) == nil && ev.Event == "SparkListenerApplicationStart" {
+			user = ev.User // the copy keeps the owner, whom the client may view
+		}
+	}
+	read := func(kind string) float64 {
+		n, err := e.gw.Metric(ctx, "sparkgate_history_lists_total", `read="`+kind+`"`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for try := range 3 {
+		whole0, parts0 := read("whole"), read("part")
+		id := fmt.Sprintf("%s%d", e.d.AppID, try)
+		if err := WriteAttemptLog(e.events, e.d.AppID, lines, AttemptLog{AppID: id, User: user, ShiftMS: 1000 * int64(try+1)}); err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		_, _, err := e.gw.WaitListed(wctx, e.client, func(got string) bool { return got == id })
+		cancel()
+		if err != nil {
+			t.Fatalf("copy %s of the finished app: %v", id, err)
+		}
+		whole1, parts1 := read("whole"), read("part")
+		if whole1 == whole0 {
+			if parts1 == parts0 {
+				t.Errorf("%s listed with no list read at all (whole %v, parts %v)", id, whole1, parts1)
+			}
+			t.Logf("%s listed from parts of the list (%v part reads, no whole one)", id, parts1-parts0)
+			return
+		}
+		t.Logf("a whole list was read while %s was published (%v → %v); again with another copy", id, whole0, whole1)
+	}
+	t.Error("every copy was listed in a window with a whole read: the part reads are not shown to list new apps")
 }
 
 func getNoFollow(ctx context.Context, c *http.Client, u string) (*http.Response, error) {

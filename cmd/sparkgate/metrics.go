@@ -70,6 +70,9 @@ var (
 	sourceFailuresDesc = prometheus.NewDesc("sparkgate_discovery_source_failures_total",
 		"Failed polls of the discovery source since start.",
 		[]string{"source"}, nil)
+	historyListsDesc = prometheus.NewDesc("sparkgate_history_lists_total",
+		"App lists asked of each History Server since start, by read: whole, or part (its running apps and those that ended lately; the whole list is read every few minutes).",
+		[]string{"source", "read"}, nil)
 	conflictsDesc = prometheus.NewDesc("sparkgate_discovery_conflicts_total",
 		"Drivers' claims to an app id that discovery refused: a History Server, the source itself or the app's first verified owner contradicts them. The source label is the kind of source (probe, log, yarn, kubernetes, master, static).",
 		[]string{"source"}, nil)
@@ -84,6 +87,7 @@ func (c sourcesCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- sourceUpDesc
 	ch <- sourceFailuresDesc
 	ch <- conflictsDesc
+	ch <- historyListsDesc
 }
 
 func (c sourcesCollector) Collect(ch chan<- prometheus.Metric) {
@@ -94,6 +98,10 @@ func (c sourcesCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(sourceUpDesc, prometheus.GaugeValue, up, s.Name)
 		ch <- prometheus.MustNewConstMetric(sourceFailuresDesc, prometheus.CounterValue, float64(s.Failures), s.Name)
+	}
+	for _, l := range c.d.HistoryLists() {
+		ch <- prometheus.MustNewConstMetric(historyListsDesc, prometheus.CounterValue, float64(l.Whole), l.Source, "whole")
+		ch <- prometheus.MustNewConstMetric(historyListsDesc, prometheus.CounterValue, float64(l.Parts), l.Source, "part")
 	}
 	for kind, n := range c.d.Conflicts() {
 		ch <- prometheus.MustNewConstMetric(conflictsDesc, prometheus.CounterValue, float64(n), kind)

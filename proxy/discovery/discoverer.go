@@ -217,6 +217,7 @@ func New(cfg Config, reg *Registry, logger *zap.Logger) *Discoverer {
 	}
 	for _, h := range cfg.History {
 		if hs, err := newHistorySource(h, d.c, cfg.Interval); err == nil {
+			hs.log = logger
 			d.hist = append(d.hist, hs)
 		} else {
 			logger.Error("skipping history server", zap.String("history", h.Name), zap.Error(err))

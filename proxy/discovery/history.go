@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 const (
@@ -22,20 +24,29 @@ const (
 	// waits for a burst of drivers.
 	historyDecodeYield = 256
 	historyEnvRetry    = time.Minute // after a failed environment read
+	// historyFullPeriod is how often the whole app list is read; the
+	// polls between read the running apps and those that ended at most
+	// historyEndSlack before the newest end listed (readList). The slack
+	// covers a server listing a log late (its update interval, a long
+	// parse) and drivers' clocks.
+	historyFullPeriod = 5 * time.Minute
+	historyEndSlack   = 10 * time.Minute
 )
 
 // historySource polls one History Server: its app list each interval, and
 // each app's environment (for the ACL properties) once per completed
 // attempt, or again when an incomplete attempt's lastUpdated moves.
 //
-// A poll costs what changed: an answer identical to the last one is
-// recognised by its hash and changes nothing (unless environment reads are
-// still owed), and in a changed answer only the entries whose bytes changed
-// are decoded.
+// A poll costs what changed: between reads of the whole list it asks only
+// for the running apps and those that ended lately (readList); an answer
+// identical to the last one is recognised by its hash and changes nothing
+// (unless environment reads are still owed), and in a changed answer only
+// the entries whose bytes changed are decoded.
 type historySource struct {
 	cfg  HistorySource
 	base *url.URL
 	c    *client
+	log  *zap.Logger
 	// envBudget bounds the environment reads of one poll; the rest wait
 	// for the next poll so a large backlog cannot stall the list.
 	envBudget time.Duration
@@ -47,13 +58,30 @@ type historySource struct {
 	// (history_visit.go); visits queues them for its workers.
 	visit  HistoryVisit
 	visits chan envKey
+	// visitsOwed is set when a visit owed was not queued (the queue was
+	// full, or it failed): requeueVisits looks for them until none is.
+	visitsOwed bool
 
 	// Touched only by poll, which never runs twice at once.
-	seed    maphash.Seed
-	listSum uint64                // hash of the last list answer
-	entries map[uint64]historyApp // the last answer's entries by the hash of their bytes, ACLProps unset
-	last    []historyApp          // the last answer's entries in order, ACLProps unset
-	owed    bool                  // the last poll left environment reads to do
+	seed     maphash.Seed
+	last     []historyApp   // the list as last read, in order, ACLProps unset
+	lastKeys []uint64       // the hash of each entry's bytes as read
+	index    map[string]int // app id -> position in last
+	byKey    map[uint64]int // lastKeys -> position in last
+	running  []string       // ids of the apps in last still running
+	owed     bool           // the last poll left environment reads to do
+	// listSum is the hash of the last whole list; 0 once a part read
+	// since changed last. partSum is the hash of the last part read since
+	// the last whole list, 0 if none.
+	listSum, partSum uint64
+	// fullAt is when the whole list was last read; fullPeriod how often it
+	// is; newestEnd the newest end (Unix ms) of a completed app listed.
+	fullAt     time.Time
+	fullPeriod time.Duration
+	newestEnd  int64
+	noParts    bool // the server refused a list since a date
+	// wholeReads and partReads count the lists asked for (HistoryLists).
+	wholeReads, partReads atomic.Int64
 	// listBuf holds the last list answer; nothing keeps its bytes past
 	// poll (entries are decoded into strings of their own).
 	listBuf bytes.Buffer
@@ -89,70 +117,47 @@ func newHistorySource(cfg HistorySource, c *client, interval time.Duration) (*hi
 		return nil, fmt.Errorf("history %s: %w", cfg.Name, err)
 	}
 	return &historySource{
-		cfg: cfg, base: base, c: c, envBudget: max(2*interval, 10*time.Second), env: map[envKey]*envEntry{},
-		seed: maphash.MakeSeed(), entries: map[uint64]historyApp{}, visits: make(chan envKey, historyVisitQueue),
+		cfg: cfg, base: base, c: c, log: zap.NewNop(), envBudget: max(2*interval, 10*time.Second), env: map[envKey]*envEntry{},
+		seed: maphash.MakeSeed(), fullPeriod: historyFullPeriod, visits: make(chan envKey, historyVisitQueue),
 	}, nil
 }
 
 func (h *historySource) name() string { return "history:" + h.cfg.Name }
 
+// HistoryLists is how many app lists discovery asked a History Server for
+// since start: Whole lists, and Parts (the running apps and those ended
+// lately, readList).
+type HistoryLists struct {
+	Source       string // as in Sources: "history:<name>"
+	Whole, Parts int64
+}
+
+// HistoryLists reports the lists asked of each History Server, in the
+// configured order.
+func (d *Discoverer) HistoryLists() []HistoryLists {
+	out := make([]HistoryLists, len(d.hist))
+	for i, h := range d.hist {
+		out[i] = HistoryLists{Source: h.name(), Whole: h.wholeReads.Load(), Parts: h.partReads.Load()}
+	}
+	return out
+}
+
 // poll lists every app (completed and running) the server has. changed is
 // false, and apps nil, when the list and every app's ACLs are as the last
 // poll returned them.
 func (h *historySource) poll(ctx context.Context) (apps []historyApp, changed bool, err error) {
-	// Read into the buffer of the last poll: the list of 10,000 apps is
-	// megabytes, which growing a new buffer every interval copied twice
-	// over and left to the collector.
-	body, u, err := h.c.getListInto(ctx, h.base, "api/v1/applications", &h.listBuf)
-	defer releaseOversized(&h.listBuf, len(body))
-	if err != nil {
-		return nil, false, fmt.Errorf("listing %s: %w", h.name(), err)
-	}
 	h.requeueVisits(time.Now())
 	// Work on a large backlog gives way to live drivers being verified
 	// (giveWay), for a quarter of the budget at most in all.
 	yieldUntil := time.Now().Add(h.envBudget / 4)
-	sum := maphash.Bytes(h.seed, body)
-	same := h.last != nil && sum == h.listSum
-	if same && !h.owed {
+	listed, err := h.readList(ctx, yieldUntil)
+	if err != nil {
+		return nil, false, err
+	}
+	if !listed && !h.owed {
 		return nil, false, nil
 	}
-	var out []historyApp
-	if same {
-		out = slices.Clone(h.last) // only environment reads are owed
-	} else {
-		raw, err := splitArray(body)
-		if err != nil {
-			return nil, false, fmt.Errorf("listing %s: %s: decoding: %w: %w", h.name(), u.Redacted(), errNotDriver, err)
-		}
-		keys := make([]uint64, len(raw))
-		unseen := 0
-		for i, r := range raw {
-			keys[i] = maphash.Bytes(h.seed, r)
-			if _, ok := h.entries[keys[i]]; !ok {
-				unseen++
-			}
-		}
-		if unseen > historyDecodeYield {
-			// Decoding 10,000 entries costs a core for a quarter of a
-			// second: live drivers being verified go first.
-			h.giveWay(ctx, yieldUntil)
-		}
-		out = make([]historyApp, 0, len(raw))
-		entries := make(map[uint64]historyApp, len(raw))
-		for i, r := range raw {
-			k := keys[i]
-			ha, ok := h.entries[k]
-			if !ok {
-				if ha, ok = h.decode(r); !ok {
-					continue
-				}
-			}
-			entries[k] = ha
-			out = append(out, ha)
-		}
-		h.listSum, h.entries, h.last = sum, entries, slices.Clone(out)
-	}
+	out := slices.Clone(h.last)
 
 	// One job per attempt whose ACLs are not current: older is -1 for the
 	// newest attempt, else its index in Ref.Older.
@@ -173,6 +178,8 @@ func (h *historySource) poll(ctx context.Context) (apps []historyApp, changed bo
 			// A newer attempt came (or went): only the newest is visited.
 			if e.older = older >= 0; !e.older && e.visitFailedAt.IsZero() {
 				h.queueVisitLocked(key, e)
+			} else if !e.older {
+				h.visitsOwed = true // its retry is owed
 			}
 		}
 		if !h.fresh(key, lastUpdated) && (e == nil || e.failedAt.IsZero() || now.Sub(e.failedAt) > historyEnvRetry) {
@@ -250,10 +257,187 @@ func (h *historySource) poll(ctx context.Context) (apps []historyApp, changed bo
 		}
 	}
 	h.mu.Unlock()
-	if same && read.Load() == 0 {
+	if !listed && read.Load() == 0 {
 		return nil, false, nil
 	}
 	return out, true, nil
+}
+
+// readList brings h.last up to date and reports whether it changed. Most
+// polls ask only for what can have changed since the last answers: the
+// running apps and those that ended at most historyEndSlack before the
+// newest end seen (Spark's minEndDate, which keeps every running app). The
+// whole list is read every fullPeriod, to learn of apps removed (the
+// cleaner, a log deleted) or listed late (a log copied in, a server
+// catching up); and at once when a running app is in neither part, or
+// when the server ignored minEndDate and sent everything anyway.
+func (h *historySource) readList(ctx context.Context, yieldUntil time.Time) (bool, error) {
+	now := time.Now()
+	if h.last != nil && h.newestEnd > 0 && !h.noParts && now.Sub(h.fullAt) < h.fullPeriod {
+		h.partReads.Add(1)
+		changed, whole, err := h.readSince(ctx, yieldUntil)
+		var unreachable *unreachableError
+		switch {
+		case err != nil && !errors.As(err, &unreachable) && ctx.Err() == nil:
+			// It answered, but not with a list: a server or a proxy
+			// before it that refuses minEndDate gets whole lists.
+			h.noParts = true
+			h.log.Warn("History Server refused a list since a date; reading its whole list every poll", zap.String("source", h.name()), zap.Error(err))
+		case err != nil || !whole:
+			return changed, err
+		}
+	}
+	h.wholeReads.Add(1)
+	return h.readFull(ctx, yieldUntil, now)
+}
+
+// readFull reads the whole list. An answer identical to the last whole one
+// (and no part read since changed anything) is recognised by its hash, and
+// in a changed answer only the entries whose bytes changed are decoded.
+func (h *historySource) readFull(ctx context.Context, yieldUntil, now time.Time) (bool, error) {
+	// Read into the buffer of the last poll: the list of 10,000 apps is
+	// megabytes, which growing a new buffer every interval copied twice
+	// over and left to the collector.
+	body, u, err := h.c.getListInto(ctx, h.base, "api/v1/applications", &h.listBuf)
+	defer releaseOversized(&h.listBuf, len(body))
+	if err != nil {
+		return false, fmt.Errorf("listing %s: %w", h.name(), err)
+	}
+	sum := maphash.Bytes(h.seed, body)
+	if h.last != nil && sum == h.listSum {
+		h.fullAt, h.partSum = now, 0
+		return false, nil
+	}
+	raw, err := splitArray(body)
+	if err != nil {
+		return false, fmt.Errorf("listing %s: %s: decoding: %w: %w", h.name(), u.Redacted(), errNotDriver, err)
+	}
+	keys := make([]uint64, len(raw))
+	unseen := 0
+	for i, r := range raw {
+		keys[i] = maphash.Bytes(h.seed, r)
+		if _, ok := h.byKey[keys[i]]; !ok {
+			unseen++
+		}
+	}
+	if unseen > historyDecodeYield {
+		// Decoding 10,000 entries costs a core for a quarter of a
+		// second: live drivers being verified go first.
+		h.giveWay(ctx, yieldUntil)
+	}
+	last := make([]historyApp, 0, len(raw))
+	lastKeys := make([]uint64, 0, len(raw))
+	for i, r := range raw {
+		var ha historyApp
+		if j, ok := h.byKey[keys[i]]; ok {
+			ha = h.last[j]
+		} else if ha, ok = h.decode(r); !ok {
+			continue
+		}
+		last = append(last, ha)
+		lastKeys = append(lastKeys, keys[i])
+	}
+	h.listSum, h.fullAt, h.partSum = sum, now, 0
+	h.setLast(last, lastKeys)
+	return true, nil
+}
+
+// readSince reads the part of the list that can have changed and merges it
+// into h.last: an app listed anew replaces its entry, one not listed before
+// goes first (the server lists the newest first). whole is true when the
+// part cannot be merged and the whole list must be read.
+func (h *historySource) readSince(ctx context.Context, yieldUntil time.Time) (changed, whole bool, err error) {
+	since := h.newestEnd - historyEndSlack.Milliseconds()
+	// Spark's SimpleDateParam: yyyy-MM-dd'T'HH:mm:ss.SSSz.
+	p := "api/v1/applications?minEndDate=" + time.UnixMilli(since).UTC().Format("2006-01-02T15:04:05.000") + "GMT"
+	body, u, err := h.c.getListInto(ctx, h.base, p, &h.listBuf)
+	defer releaseOversized(&h.listBuf, len(body))
+	if err != nil {
+		return false, false, fmt.Errorf("listing %s: %w", h.name(), err)
+	}
+	sum := maphash.Bytes(h.seed, body)
+	if sum == h.partSum {
+		return false, false, nil
+	}
+	raw, err := splitArray(body)
+	if err != nil {
+		return false, false, fmt.Errorf("listing %s: %s: decoding: %w: %w", h.name(), u.Redacted(), errNotDriver, err)
+	}
+	if len(raw) > historyDecodeYield {
+		h.giveWay(ctx, yieldUntil)
+	}
+	type part struct {
+		ha historyApp
+		k  uint64
+	}
+	var parts []part
+	listed := make(map[string]bool, len(raw))
+	for _, r := range raw {
+		k := maphash.Bytes(h.seed, r)
+		var ha historyApp
+		j, same := h.byKey[k]
+		if same {
+			ha = h.last[j]
+		} else {
+			var ok bool
+			if ha, ok = h.decode(r); !ok {
+				continue
+			}
+		}
+		if ha.Ref.Completed && ha.End.UnixMilli() < since {
+			return false, true, nil // minEndDate was not applied: this is the whole list
+		}
+		listed[ha.ID] = true
+		if !same {
+			parts = append(parts, part{ha, k})
+		}
+	}
+	for _, id := range h.running {
+		if !listed[id] {
+			return false, true, nil // removed, or ended before since by its driver's clock
+		}
+	}
+	h.partSum = sum
+	if len(parts) == 0 {
+		return false, false, nil
+	}
+	last, lastKeys := slices.Clone(h.last), slices.Clone(h.lastKeys)
+	var fresh []historyApp
+	var freshKeys []uint64
+	for _, p := range parts {
+		if i, ok := h.index[p.ha.ID]; ok {
+			last[i], lastKeys[i] = p.ha, p.k
+			continue
+		}
+		fresh, freshKeys = append(fresh, p.ha), append(freshKeys, p.k)
+	}
+	// The next whole list is decoded against these entries, not skipped
+	// by its hash: the parts moved h.last past the last whole list.
+	h.listSum = 0
+	h.setLast(append(fresh, last...), append(freshKeys, lastKeys...))
+	return true, false, nil
+}
+
+// setLast installs h.last, whose entries' bytes hash to keys, and indexes
+// it.
+func (h *historySource) setLast(last []historyApp, keys []uint64) {
+	h.last, h.lastKeys = last, keys
+	h.index = make(map[string]int, len(last))
+	h.byKey = make(map[uint64]int, len(last))
+	h.running = h.running[:0]
+	now := time.Now().UnixMilli()
+	for i := range last {
+		ha := &last[i]
+		h.index[ha.ID] = i
+		h.byKey[keys[i]] = i
+		if !ha.Ref.Completed {
+			h.running = append(h.running, ha.ID)
+		} else if !ha.End.IsZero() {
+			// An end in the future (a driver's clock, a crafted log)
+			// counts as now: it must not move the parts past others.
+			h.newestEnd = max(h.newestEnd, min(ha.End.UnixMilli(), now))
+		}
+	}
 }
 
 // giveWay waits, until the deadline at most, while requests to drivers

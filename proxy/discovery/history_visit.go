@@ -71,6 +71,7 @@ func (h *historySource) queueVisitLocked(k envKey, e *envEntry) bool {
 		e.visit = visitQueued
 		return true
 	default:
+		h.visitsOwed = true
 		return false
 	}
 }
@@ -84,18 +85,28 @@ func (h *historySource) requeueVisits(now time.Time) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n := 0
+	if !h.visitsOwed {
+		return // every visit was queued when owed: nothing to look for
+	}
+	n, owed := 0, false
 	for k, e := range h.env {
 		if n >= historyVisitPerPoll || len(h.visits) == cap(h.visits) {
 			return
 		}
-		if e.visit != visitOwed || !e.visitFailedAt.IsZero() && now.Sub(e.visitFailedAt) < historyVisitRetry {
+		if e.visit != visitOwed || h.visit == nil || !e.completed || e.older || e.acl == nil {
+			continue
+		}
+		if !e.visitFailedAt.IsZero() && now.Sub(e.visitFailedAt) < historyVisitRetry {
+			owed = true
 			continue
 		}
 		if h.queueVisitLocked(k, e) {
 			n++
+		} else {
+			owed = true
 		}
 	}
+	h.visitsOwed = owed
 }
 
 // runVisits visits the queued attempts until ctx is done.
@@ -120,6 +131,7 @@ func (h *historySource) runVisits(ctx context.Context) {
 				e.visit = visitDone
 			} else {
 				e.visit, e.visitFailedAt = visitOwed, time.Now()
+				h.visitsOwed = true
 			}
 		}
 		h.mu.Unlock()
