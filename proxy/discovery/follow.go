@@ -59,6 +59,9 @@ type fileState struct {
 	lastSent []string
 	changed  bool
 	stopped  bool
+	// mtime is the path's modification time as the last read found it
+	// (zero: unknown), readAt when that read began (unchanged).
+	mtime, readAt time.Time
 }
 
 // follower reads driver logs. It is driven by poll and is not safe for
@@ -66,6 +69,8 @@ type fileState struct {
 type follower struct {
 	sources []LogSource
 	files   map[string]*fileState
+	globs   map[string]globbed // by pattern (glob)
+	seen    map[string]bool    // poll's, kept for the next poll's use
 	logger  *zap.Logger
 	buf     []byte
 	warned  bool
@@ -82,17 +87,18 @@ func followPoll(n int) time.Duration {
 }
 
 func newFollower(sources []LogSource, logger *zap.Logger) *follower {
-	return &follower{sources: sources, files: map[string]*fileState{}, logger: logger, buf: make([]byte, readChunkSize)}
+	return &follower{sources: sources, files: map[string]*fileState{}, globs: map[string]globbed{}, seen: map[string]bool{}, logger: logger, buf: make([]byte, readChunkSize)}
 }
 
 // poll re-evaluates the globs, reads what each file gained and returns the
 // files whose candidates changed.
 func (fl *follower) poll() []logCandidates {
-	seen := make(map[string]bool, len(fl.files))
+	seen := fl.seen
+	clear(seen)
 	for i := range fl.sources {
 		src := &fl.sources[i]
 		for _, pat := range src.Paths {
-			matches, err := filepath.Glob(pat)
+			matches, err := fl.glob(pat)
 			if err != nil {
 				continue // Validate rejects bad patterns
 			}
@@ -142,6 +148,43 @@ func (fl *follower) poll() []logCandidates {
 	return out
 }
 
+// globbed is a pattern's matches as last listed, with the modification
+// time its directory had then and when that listing began.
+type globbed struct {
+	matches       []string
+	mtime, listAt time.Time
+}
+
+// glob is filepath.Glob, but a pattern whose wildcards are all in its
+// last element is listed again only when its directory changed (created,
+// removed or renamed a name): one stat a poll for an idle directory of
+// hundreds of logs, not a read of all its names.
+func (fl *follower) glob(pat string) ([]string, error) {
+	dir := filepath.Dir(pat)
+	if hasMeta(dir) || !hasMeta(filepath.Base(pat)) {
+		return filepath.Glob(pat)
+	}
+	listAt := time.Now()
+	fi, err := os.Stat(dir)
+	if err != nil {
+		delete(fl.globs, pat)
+		return filepath.Glob(pat)
+	}
+	m := fi.ModTime()
+	if g, ok := fl.globs[pat]; ok && m.Equal(g.mtime) && m.Before(g.listAt.Add(-racyWindow)) {
+		return g.matches, nil
+	}
+	matches, err := filepath.Glob(pat)
+	if err == nil {
+		fl.globs[pat] = globbed{matches: matches, mtime: m, listAt: listAt}
+	}
+	return matches, err
+}
+
+// hasMeta reports whether path holds any of filepath.Match's special
+// characters.
+func hasMeta(path string) bool { return strings.ContainsAny(path, `*?[\`) }
+
 func (fl *follower) closeAll() {
 	for _, st := range fl.files {
 		st.close()
@@ -155,13 +198,22 @@ func (st *fileState) close() {
 	}
 }
 
+// racyWindow is how long before a read a file's modification time must
+// lie for the time to vouch that nothing changed since: a write in the
+// same tick of a coarse file-system clock keeps it (git's "racy" rule).
+const racyWindow = time.Second
+
 // readFile reads new bytes, following rotation and truncation.
 func (fl *follower) readFile(st *fileState) {
 	if st.f == nil {
 		if !fl.open(st) {
 			return
 		}
+	} else if fl.unchanged(st) {
+		return
 	}
+	readAt := time.Now()
+	defer func() { st.readAt = readAt }()
 	if fl.rewritten(st) {
 		st.offset, st.partial, st.discard, st.head = 0, st.partial[:0], false, st.head[:0]
 	}
@@ -176,7 +228,9 @@ func (fl *follower) readFile(st *fileState) {
 		}
 		return
 	}
+	st.mtime = cur.ModTime()
 	if !os.SameFile(cur, st.info) {
+		st.mtime = time.Time{}
 		fl.flushPartial(st)
 		st.close()
 		if fl.open(st) {
@@ -191,6 +245,19 @@ func (fl *follower) readFile(st *fileState) {
 		fl.drain(st)
 		fl.keepHead(st)
 	}
+}
+
+// unchanged reports, from one stat of its path, that st's file has not
+// changed since it was last read: the same file, of the size read, last
+// modified well before that read. An idle log then costs one system call a
+// poll, not the five of a read.
+func (fl *follower) unchanged(st *fileState) bool {
+	cur, err := os.Stat(st.path)
+	if err != nil || st.mtime.IsZero() {
+		return false
+	}
+	m := cur.ModTime()
+	return os.SameFile(cur, st.info) && cur.Size() == st.offset && m.Equal(st.mtime) && m.Before(st.readAt.Add(-racyWindow))
 }
 
 // headLen is how much of a file's start is kept as its fingerprint: enough

@@ -4,11 +4,13 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 )
 
@@ -227,4 +229,89 @@ func (fl *follower) current() []logCandidates {
 		}
 	}
 	return out
+}
+
+// BenchmarkFollowerIdle is one poll of 128 driver logs, none of which
+// changed: what following them costs while nothing happens (followFast
+// polls 20 times a second).
+func BenchmarkFollowerIdle(b *testing.B) {
+	dir := b.TempDir()
+	for i := range followFastMax {
+		p := filepath.Join(dir, "driver-"+strconv.Itoa(i)+".log")
+		if err := os.WriteFile(p, []byte(strings.Repeat("26/11/29 13:57:09 INFO SparkContext: preamble\n", 40)+line(portLine, strconv.Itoa(4040+i))), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		old := time.Now().Add(-time.Minute)
+		if err := os.Chtimes(p, old, old); err != nil {
+			b.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-time.Minute)
+	if err := os.Chtimes(dir, old, old); err != nil {
+		b.Fatal(err)
+	}
+	fl := newFollower([]LogSource{{Paths: []string{filepath.Join(dir, "*.log")}, Host: "127.0.0.1"}}, zap.NewNop())
+	defer fl.closeAll()
+	if got := len(fl.poll()); got != followFastMax {
+		b.Fatalf("first poll: %d files with candidates; want %d", got, followFastMax)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if got := fl.poll(); len(got) != 0 {
+			b.Fatalf("an idle poll reported %d changes", len(got))
+		}
+	}
+}
+
+// TestFollowerIdleStat: a log and a directory last modified long ago are
+// not read again while their stat is unchanged, yet every change shows:
+// lines appended, a log added, and a log rewritten within the clock tick
+// of its last read (same size, same modification time: the racy case).
+func TestFollowerIdleStat(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "a.log")
+	appendFile(t, p, line(portLine, "4040"))
+	old := time.Now().Add(-time.Hour)
+	for _, x := range []string{p, dir} {
+		if err := os.Chtimes(x, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fl := newFollower([]LogSource{{Paths: []string{filepath.Join(dir, "*.log")}, Host: "127.0.0.1"}}, zaptest.NewLogger(t))
+	defer fl.closeAll()
+	if urls, _, _ := urlsOf(fl, p); !cmp.Equal(urls, []string{"http://127.0.0.1:4040"}) {
+		t.Fatalf("urls = %v; want port 4040", urls)
+	}
+	if st := fl.files[p]; !fl.unchanged(st) {
+		t.Errorf("a log untouched for an hour is read again each poll (mtime %v, read at %v)", st.mtime, st.readAt)
+	}
+	if got := fl.poll(); len(got) != 0 {
+		t.Errorf("an idle poll reported %v", got)
+	}
+	// Appended: the size and the time move.
+	appendFile(t, p, line(stoppedLine, "4040")+line(portLine, "4041"))
+	if urls, _, _ := urlsOf(fl, p); !cmp.Equal(urls, []string{"http://127.0.0.1:4041"}) {
+		t.Errorf("after appending: urls = %v; want port 4041", urls)
+	}
+	// A log added to a directory listed an hour ago.
+	q := filepath.Join(dir, "b.log")
+	appendFile(t, q, line(portLine, "4050"))
+	if urls, _, _ := urlsOf(fl, q); !cmp.Equal(urls, []string{"http://127.0.0.1:4050"}) {
+		t.Errorf("new log: urls = %v; want port 4050", urls)
+	}
+	// Rewritten in place, the same size, and its time set back to what the
+	// last read saw, as a coarse clock would leave it within one tick: the
+	// last read was within the tick, so the log is read again and the
+	// changed head shows the rewrite.
+	mtime := fl.files[q].mtime
+	if err := os.WriteFile(q, []byte(line(portLine, "4051")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(q, mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+	if urls, _, _ := urlsOf(fl, q); !cmp.Equal(urls, []string{"http://127.0.0.1:4051"}) {
+		t.Errorf("rewritten within the clock tick of the last read: urls = %v; want port 4051", urls)
+	}
 }
