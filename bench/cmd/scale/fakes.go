@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -118,8 +119,14 @@ type history struct {
 	// listedAt is when a list holding extra was first served; envAt when
 	// its environment was first read.
 	listedAt, envAt time.Time
-	listHits        atomic.Int64
-	envHits         atomic.Int64
+	// ends[k] is the end (Unix ms) of the list's k-th app, newest first,
+	// and cuts[k] where its entry ends in list: a list since a date
+	// (minEndDate) is a prefix of the whole one.
+	ends []int64
+	cuts []int
+	// listHits counts the whole lists served, partHits the parts.
+	listHits, partHits atomic.Int64
+	envHits            atomic.Int64
 }
 
 func histID(i int) string { return fmt.Sprintf("application_1764000000000_%05d", i) }
@@ -142,7 +149,10 @@ func (h *history) render(n int, extra string) {
 		start := base.Add(time.Duration(i) * time.Minute)
 		appJSON(&b, id, fmt.Sprintf("nightly-etl-%d", i%37), user, start, start.Add(7*time.Minute), true)
 		h.users[id] = user
+		h.ends = append(h.ends, start.Add(7*time.Minute).UnixMilli())
+		h.cuts = append(h.cuts, b.Len())
 	}
+	h.ends, h.cuts = h.ends[:0], h.cuts[:0]
 	if extra != "" {
 		write(n, extra) // Spark lists the newest first
 	}
@@ -166,14 +176,32 @@ func (h *history) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
 	w.Header().Set("Content-Type", "application/json")
 	if p == "/api/v1/applications" {
-		h.listHits.Add(1)
 		h.mu.Lock()
-		list := h.list
-		if h.extra != "" && h.listedAt.IsZero() {
+		list, tail := h.list, []byte(nil)
+		if q := r.URL.Query().Get("minEndDate"); q != "" {
+			// As Spark's ApplicationListResource: the apps that ended
+			// at or after the date (none runs here).
+			since, err := time.Parse("2006-01-02T15:04:05.000MST", q)
+			if err != nil {
+				h.mu.Unlock()
+				http.Error(w, "Couldn't parse date: "+q, http.StatusBadRequest)
+				return
+			}
+			k := sort.Search(len(h.ends), func(k int) bool { return h.ends[k] < since.UnixMilli() })
+			list, tail = []byte("[ "), []byte(" ]")
+			if k > 0 {
+				list = h.list[:h.cuts[k-1]]
+			}
+			h.partHits.Add(1)
+		} else {
+			h.listHits.Add(1)
+		}
+		if h.extra != "" && h.listedAt.IsZero() && (tail == nil || len(list) > 2) {
 			h.listedAt = time.Now()
 		}
 		h.mu.Unlock()
 		_, _ = w.Write(list)
+		_, _ = w.Write(tail)
 		return
 	}
 	if id, ok := strings.CutSuffix(strings.TrimPrefix(p, "/api/v1/applications/"), "/environment"); ok && !strings.Contains(id, "/") {

@@ -66,7 +66,7 @@ func run(args []string) error {
 	fs.IntVar(&o.apps, "apps", 10000, "finished apps the History Server lists")
 	fs.IntVar(&o.drivers, "drivers", 500, "live fake drivers")
 	fs.DurationVar(&o.interval, "interval", 2*time.Second, "discovery.interval of the gateway")
-	fs.IntVar(&o.rounds, "rounds", 5, "discovery rounds the CPU is measured over")
+	fs.IntVar(&o.rounds, "rounds", 15, "discovery rounds the CPU is measured over")
 	fs.IntVar(&o.samples, "samples", 15, "requests per timed URL")
 	fs.BoolVar(&o.profile, "profile", false, "save a CPU profile of each gateway over the rounds with nothing changing (as <dir>/sparkgate-<apps>-idle.pb.gz; it is not the CPU figure's run)")
 	if err := fs.Parse(args); err != nil {
@@ -98,7 +98,8 @@ type result struct {
 	timed                  []timing
 	rssKB, hwmKB           int
 	cpuPerRound            time.Duration
-	listsPerRound          float64
+	listsPerRound          float64         // whole lists read
+	partsPerRound          float64         // lists since a date read
 	verify                 []time.Duration // drivers' verify_took
 	envTook                []time.Duration // drivers' env_took
 	// the just-finished app (largest run only)
@@ -179,10 +180,17 @@ func measure(o options, nApps, nDrivers int, finishing bool) (result, error) {
 	if nDrivers == 0 {
 		c.WriteString("    []\n")
 	}
+	// Every run follows the same kind of glob (only the largest gets
+	// logs, after its CPU figure), so the figures differ by apps alone;
+	// logs of an earlier run in -dir are removed first.
 	lateGlob := filepath.Join(o.dir, name+"-late-*.log")
-	if finishing {
-		fmt.Fprintf(&c, "  logs:\n    - {paths: [%q]}\n", lateGlob)
+	stale, _ := filepath.Glob(lateGlob)
+	for _, f := range stale {
+		if err := os.Remove(f); err != nil {
+			return r, fmt.Errorf("removing an earlier run's log: %w", err)
+		}
 	}
+	fmt.Fprintf(&c, "  logs:\n    - {paths: [%q]}\n", lateGlob)
 	if err := os.WriteFile(conf, []byte(strings.Replace(c.String(), "  static:\n    []\n", "  static: []\n", 1)), 0o600); err != nil {
 		return r, fmt.Errorf("writing config: %w", err)
 	}
@@ -253,9 +261,9 @@ func measure(o options, nApps, nDrivers int, finishing bool) (result, error) {
 	}
 	// CPU with nothing changing: no requests, one round to settle first.
 	time.Sleep(o.interval)
-	lists0, cpu0 := hs.listHits.Load(), cpuTicks(pid)
+	lists0, parts0, cpu0 := hs.listHits.Load(), hs.partHits.Load(), cpuTicks(pid)
 	time.Sleep(time.Duration(o.rounds) * o.interval)
-	lists1, cpu1 := hs.listHits.Load(), cpuTicks(pid)
+	lists1, parts1, cpu1 := hs.listHits.Load(), hs.partHits.Load(), cpuTicks(pid)
 	r.cpuPerRound = time.Duration(float64(cpu1-cpu0) / clockTicks * float64(time.Second) / float64(o.rounds))
 	if o.profile {
 		secs := int((time.Duration(o.rounds) * o.interval).Seconds())
@@ -265,6 +273,7 @@ func measure(o options, nApps, nDrivers int, finishing bool) (result, error) {
 		}
 	}
 	r.listsPerRound = float64(lists1-lists0) / float64(o.rounds)
+	r.partsPerRound = float64(parts1-parts0) / float64(o.rounds)
 	r.rssKB, r.hwmKB = procStatus(pid, "VmRSS"), procStatus(pid, "VmHWM")
 
 	if finishing {
@@ -567,7 +576,9 @@ func report(w io.Writer, o options, res []result) {
 		return fmt.Sprintf("%.1f MiB (%.1f)", float64(r.rssKB)/1024, float64(r.hwmKB)/1024)
 	})
 	row("CPU per discovery interval, nothing changing", func(r result) string { return ms(r.cpuPerRound) })
-	row("History Server list reads per interval (rounds done)", func(r result) string { return fmt.Sprintf("%.1f", r.listsPerRound) })
+	row("History Server lists read per interval, whole + in part (rounds done)", func(r result) string {
+		return fmt.Sprintf("%.1f + %.1f", r.listsPerRound, r.partsPerRound)
+	})
 	spread := func(v []time.Duration) string {
 		if len(v) == 0 {
 			return "-"
@@ -577,7 +588,7 @@ func report(w io.Writer, o options, res []result) {
 	row("drivers' verify_took p50 / p90 / max (verification start to routable for owner and admins)", func(r result) string { return spread(r.verify) })
 	row("drivers' env_took p50 / p90 / max (verification start to routable with the app's ACLs read)", func(r result) string { return spread(r.envTook) })
 	base := res[0]
-	p("\nCPU is utime+stime of /proc/<pid>/stat over %d intervals with no request and nothing changing, divided by %d; where fewer History Server list reads than intervals were done, rounds took longer than the interval.\n", o.rounds, o.rounds)
+	p("\nCPU is utime+stime of /proc/<pid>/stat over %d intervals with no request and nothing changing, divided by %d; where fewer History Server lists than intervals were read, rounds took longer than the interval. Between whole lists (every 5 minutes) discovery reads a part: the running apps and those ended lately.\n", o.rounds, o.rounds)
 	p("\nCost per app, against the empty gateway of the same run:\n\n| run | RSS per app | CPU per discovery interval per app |\n|---|---:|---:|\n")
 	for _, r := range res[1:] {
 		n := r.apps + r.drivers
