@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -62,6 +63,9 @@ type fileState struct {
 	// mtime is the path's modification time as the last read found it
 	// (zero: unknown), readAt when that read began (unchanged).
 	mtime, readAt time.Time
+	// realDir is the directory of the file opened, when path is a
+	// symbolic link to another: watched too (wantDirs).
+	realDir string
 }
 
 // follower reads driver logs. It is driven by poll and is not safe for
@@ -74,6 +78,12 @@ type follower struct {
 	logger  *zap.Logger
 	buf     []byte
 	warned  bool
+	// filesChanged: a poll began or stopped following a file, or opened
+	// one anew (run watches their directories again).
+	filesChanged bool
+	polls        atomic.Int64 // polls run, for tests and figures
+	watched      atomic.Bool  // every directory needed is watched (run)
+	idle         time.Duration
 }
 
 // followPoll is the wait between two polls while n files are followed:
@@ -87,7 +97,7 @@ func followPoll(n int) time.Duration {
 }
 
 func newFollower(sources []LogSource, logger *zap.Logger) *follower {
-	return &follower{sources: sources, files: map[string]*fileState{}, globs: map[string]globbed{}, seen: map[string]bool{}, logger: logger, buf: make([]byte, readChunkSize)}
+	return &follower{sources: sources, files: map[string]*fileState{}, globs: map[string]globbed{}, seen: map[string]bool{}, logger: logger, buf: make([]byte, readChunkSize), idle: followIdle}
 }
 
 // poll re-evaluates the globs, reads what each file gained and returns the
@@ -118,6 +128,7 @@ func (fl *follower) poll() []logCandidates {
 					}
 					st = &fileState{path: p, src: src}
 					fl.files[p] = st
+					fl.filesChanged = true
 				}
 				fl.readFile(st)
 			}
@@ -130,6 +141,7 @@ func (fl *follower) poll() []logCandidates {
 			fl.readFile(st)
 			st.close()
 			delete(fl.files, p)
+			fl.filesChanged = true
 			if len(st.lastSent) > 0 {
 				out = append(out, logCandidates{path: p})
 			}
@@ -302,6 +314,13 @@ func (fl *follower) open(st *fileState) bool {
 		return false
 	}
 	st.f, st.info, st.offset, st.partial, st.discard, st.head = f, info, 0, st.partial[:0], false, nil
+	realDir := ""
+	if target, err := filepath.EvalSymlinks(st.path); err == nil && filepath.Dir(target) != filepath.Dir(st.path) {
+		realDir = filepath.Dir(target)
+	}
+	if realDir != st.realDir {
+		st.realDir, fl.filesChanged = realDir, true
+	}
 	return true
 }
 

@@ -9,27 +9,20 @@ import (
 // changes of the followed files to Run, which offers their UI URLs as
 // candidates and checks the apps a "stopped" line names.
 
-// followLogs polls the follower and hands changes to Run.
+// followLogs runs the follower and hands its changes to Run.
 func (d *Discoverer) followLogs(ctx context.Context) {
 	defer d.follower.closeAll()
-	tick := time.NewTimer(followPoll(0))
-	defer tick.Stop()
+	dw := newDirWatch(d.log)
+	defer dw.close()
 	first := true
-	for {
-		changes := d.follower.poll()
+	d.follower.run(ctx, dw, func(changes []logCandidates) {
 		if len(changes) > 0 || first {
 			at := d.now()
 			isFirst := first
 			d.send(ctx, func() { d.onLogs(changes, at, isFirst) })
 			first = false
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			tick.Reset(followPoll(len(d.follower.files)))
-		}
-	}
+	})
 }
 
 func (d *Discoverer) onLogs(changes []logCandidates, at time.Time, first bool) {
