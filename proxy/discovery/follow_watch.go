@@ -66,11 +66,12 @@ func (dw *dirWatch) errors() <-chan error {
 }
 
 // update makes dirs the watched set and reports whether every one of them
-// is watched: false when one is on a shared file system, or the kernel's
-// limit on watches is reached.
-func (dw *dirWatch) update(dirs []string) bool {
+// is watched (false when one is on a shared file system, or the kernel's
+// limit on watches is reached) and whether it began to watch any: what
+// changed there between the last poll and now has sent no event.
+func (dw *dirWatch) update(dirs []string) (covered, added bool) {
 	if dw == nil {
-		return false
+		return false, false
 	}
 	have := dw.w.WatchList()
 	for _, d := range have {
@@ -78,7 +79,7 @@ func (dw *dirWatch) update(dirs []string) bool {
 			_ = dw.w.Remove(d) // gone already when the directory was removed
 		}
 	}
-	covered := true
+	covered = true
 	for _, d := range dirs {
 		if slices.Contains(have, d) {
 			continue
@@ -93,9 +94,11 @@ func (dw *dirWatch) update(dirs []string) bool {
 				dw.logger.Warn("cannot watch a driver log directory; polling it", zap.String("dir", d), zap.Error(err))
 				dw.warned = true
 			}
+			continue
 		}
+		added = true
 	}
-	return covered
+	return covered, added
 }
 
 // wantDirs is every directory whose changes can change what the follower
@@ -167,8 +170,8 @@ func (fl *follower) run(ctx context.Context, dw *dirWatch, onPoll func([]logCand
 	tick := time.NewTimer(time.Hour) // reset after each poll
 	defer tick.Stop()
 	var (
-		covered, rewatch bool
-		lastWatch        time.Time
+		covered, rewatch, added bool
+		lastWatch               time.Time
 	)
 	for {
 		fl.polls.Add(1)
@@ -177,7 +180,7 @@ func (fl *follower) run(ctx context.Context, dw *dirWatch, onPoll func([]logCand
 		onPoll(fl.poll())
 		if dw != nil && (rewatch || fl.filesChanged || lastPoll.Sub(lastWatch) >= followIdle) {
 			was := covered
-			covered = dw.update(fl.wantDirs())
+			covered, added = dw.update(fl.wantDirs())
 			fl.watched.Store(covered)
 			if covered != was || lastWatch.IsZero() {
 				fl.logger.Debug("following driver logs", zap.Bool("watched", covered))
@@ -186,9 +189,12 @@ func (fl *follower) run(ctx context.Context, dw *dirWatch, onPoll func([]logCand
 		}
 		gap := followPoll(len(fl.files))
 		wait := gap
-		if covered {
+		if covered && !added {
+			// (A directory watched only since the poll is read once
+			// more, for what it gained in between.)
 			wait = fl.idle
 		}
+		added = false
 		tick.Reset(wait)
 	waiting:
 		for {

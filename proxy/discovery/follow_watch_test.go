@@ -83,7 +83,8 @@ func TestFollowerWatch(t *testing.T) {
 		t.Skip("no inotify here")
 	}
 	ch := watchRun(t, fl, dw)
-	eventually(t, "the directories to be watched", fl.watched.Load)
+	// Watched, and read once more for what came before the watch.
+	eventually(t, "the directories to be watched", func() bool { return fl.watched.Load() && fl.polls.Load() >= 2 })
 
 	// Idle: no poll at all.
 	p0 := fl.polls.Load()
