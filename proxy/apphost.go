@@ -23,6 +23,19 @@ import (
 // /app/<id>/… and /proxy/<id>/… hand the signed-in user over to the app's
 // host with a one-time token, and the app's host answers it with a cookie
 // of its own (host-only: no Domain attribute), bound to that app alone.
+//
+// The token is bound to the browser, as OAuth binds a code to its client
+// (PKCE): the app's host first gives the browser a random binder cookie
+// and sends it to the main origin with the binder's hash, the main origin
+// puts the hash in the token, and the app's host takes the token only with
+// the binder that hashes to it. A token someone else obtained, sent to the
+// browser as a link, does not sign it in as them (login CSRF): the browser
+// is handed over afresh, as whoever it is signed in as on the main origin.
+//
+//	main   /app/<id>/<p>                    → app host /_/handoff?p=<p>
+//	app    /_/handoff?p=<p>   (sets binder) → main /app/<id>/_/handoff?b=<hash>&p=<p>
+//	main   /app/<id>/_/handoff?b=…&p=…      → app host /_/handoff?t=<token>
+//	app    /_/handoff?t=…     (binder, token) → <p>, with the app host's cookie
 
 // appCookieName is appCookie's name, on https hostAppCookie: a browser
 // takes a "__Host-" cookie only from the app's very host (Secure, Path=/,
@@ -34,12 +47,24 @@ func (s *Server) appCookieName() string {
 	return appCookie
 }
 
-// appCookie is the app host's own session cookie. Its name starts with
-// CookiePrefix, so it never reaches Spark.
+// appCookie is the app host's own session cookie, bindCookie the binder of
+// a hand-off under way. Their names start with CookiePrefix, so they never
+// reach Spark.
 const (
-	appCookie     = CookiePrefix + "_app"
-	hostAppCookie = "__Host-sparkgate_app"
+	appCookie      = CookiePrefix + "_app"
+	hostAppCookie  = "__Host-sparkgate_app"
+	bindCookie     = CookiePrefix + "_bind"
+	hostBindCookie = "__Host-sparkgate_bind"
 )
+
+// bindCookieName is bindCookie's name, "__Host-" on https as for
+// appCookieName: no other app's host can plant a binder for this one.
+func (s *Server) bindCookieName() string {
+	if s.publicURL.Scheme == "https" {
+		return hostBindCookie
+	}
+	return bindCookie
+}
 
 // Lifetimes of the hand-off token (one redirect) and of an app host's
 // cookie. Signing out on the main origin does not reach app hosts: their
@@ -94,10 +119,14 @@ type appClaims struct {
 	Groups []string `json:"g,omitempty"`
 	Method string   `json:"m,omitempty"`
 	Exp    int64    `json:"e"`
-	// Hand-off only: where to go on the app host, and the nonce that
-	// makes the token good for one use.
+	// Hand-off only: where to go on the app host, the nonce that makes
+	// the token good for one use, the hash of the browser's binder, and
+	// whether this is the browser's second try (a browser that keeps no
+	// binder gets an error page, not a loop of redirects).
 	Path  string `json:"p,omitempty"`
 	Nonce string `json:"n,omitempty"`
+	Bind  string `json:"b,omitempty"`
+	Again bool   `json:"r,omitempty"`
 }
 
 // sealClaims signs c for purpose ("handoff" or "cookie"), which keeps a
@@ -160,22 +189,99 @@ func (n *handoffNonces) use(nonce string, exp, now int64) bool {
 }
 
 // handOff answers a main-origin request for an app's page (already
-// authorized) with a redirect to the app's host, carrying a one-time
-// token for the signed-in user.
+// authorized). Without a binder's hash (the browser's first request) it
+// sends the browser to the app's host for a binder; with one it mints the
+// one-time token, bound to it, for the signed-in user.
 func (s *Server) handOff(w http.ResponseWriter, r *http.Request, st *reqState, id, path string) {
-	nonce := make([]byte, 16)
-	_, _ = rand.Read(nonce)
 	if r.URL.RawQuery != "" {
 		path += "?" + r.URL.RawQuery
 	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	if st.handoffBind == "" {
+		w.Header().Set("Location", s.appOrigin(id)+handoffPath+"?p="+url.QueryEscape(path))
+		w.WriteHeader(http.StatusFound)
+		return
+	}
+	nonce := make([]byte, 16)
+	_, _ = rand.Read(nonce)
 	tok := s.sealClaims("handoff", appClaims{
 		App: id, User: st.ident.User, Groups: st.ident.Groups, Method: st.ident.Method,
 		Exp: s.now().Add(handoffTTL).Unix(), Path: path, Nonce: base64.RawURLEncoding.EncodeToString(nonce),
+		Bind: st.handoffBind, Again: st.handoffAgain,
 	})
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Referrer-Policy", "no-referrer")
 	w.Header().Set("Location", s.appOrigin(id)+handoffPath+"?t="+url.QueryEscape(tok))
 	w.WriteHeader(http.StatusFound)
+}
+
+// bindHandOff serves the main origin's /app/<id>/_/handoff?b=<hash>&p=<p>:
+// the app's host gave the browser a binder and sent it back here. The
+// request is judged as the page p of the app it names would be (sign-in,
+// the kill guard, lookup, authorization, the History Server's view once
+// the app has ended), and a token is minted only where that page would be
+// handed over.
+func (s *Server) bindHandOff(w http.ResponseWriter, r *http.Request, st *reqState) error {
+	q := r.URL.Query()
+	bind, p := q.Get("b"), q.Get("p")
+	id := st.route.AppID
+	target := "/app/" + id + p
+	if strings.HasPrefix(p, "/proxy/"+id+"/") || p == "/proxy/"+id {
+		target = p
+	}
+	u, err := url.ParseRequestURI(target)
+	if err != nil || len(bind) != bindHashLen || !localPath(p) {
+		return errorf(http.StatusBadRequest, "malformed hand-off request")
+	}
+	rt, err := ParseRoute(u.EscapedPath())
+	if err != nil || (rt.Kind != KindApp && rt.Kind != KindProxy) || rt.AppID != id || rt.Path == handoffPath {
+		return errorf(http.StatusBadRequest, "malformed hand-off request")
+	}
+	r2 := r.Clone(r.Context())
+	r2.URL, r2.RequestURI = u, u.RequestURI()
+	st.route = rt
+	st.handoffBind, st.handoffAgain = bind, q.Has("r")
+	return s.serveApp(w, r2, st)
+}
+
+// localPath reports whether p is a path on this host, not a way to another
+// ("//host", "/\host" and the like).
+func localPath(p string) bool {
+	return strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "//") && !strings.HasPrefix(p, "/\\")
+}
+
+// bindHashLen is the length of a binder's hash as sent: base64url of
+// SHA-256.
+var bindHashLen = base64.RawURLEncoding.EncodedLen(sha256.Size)
+
+func bindHash(binder string) string {
+	h := sha256.Sum256([]byte(binder))
+	return base64.RawURLEncoding.EncodeToString(h[:])
+}
+
+// beginHandOff gives the browser a fresh binder on the app's host and
+// sends it to the main origin for a token bound to it; again marks the
+// second try.
+func (s *Server) beginHandOff(w http.ResponseWriter, id, path string, again bool) error {
+	if !localPath(path) {
+		return errorf(http.StatusBadRequest, "malformed hand-off request")
+	}
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	binder := base64.RawURLEncoding.EncodeToString(b)
+	http.SetCookie(w, &http.Cookie{ //nolint:gosec // G124: HttpOnly and SameSite=Lax always; Secure when the public URL is https
+		Name: s.bindCookieName(), Value: binder, Path: "/", MaxAge: int(handoffTTL / time.Second),
+		HttpOnly: true, Secure: s.publicURL.Scheme == "https", SameSite: http.SameSiteLaxMode,
+	})
+	loc := s.publicURL.Scheme + "://" + s.publicURL.Host + "/app/" + id + handoffPath +
+		"?b=" + bindHash(binder) + "&p=" + url.QueryEscape(path)
+	if again {
+		loc += "&r=1"
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	w.Header().Set("Location", loc)
+	w.WriteHeader(http.StatusFound)
+	return nil
 }
 
 // serveAppHost answers every request to an app's host: the hand-off, the
@@ -194,6 +300,9 @@ func (s *Server) serveAppHost(w http.ResponseWriter, r *http.Request, st *reqSta
 func (s *Server) serveAppHostPath(w http.ResponseWriter, r *http.Request, st *reqState, id string) error {
 	st.appID = id
 	if r.URL.Path == handoffPath {
+		if q := r.URL.Query(); !q.Has("t") {
+			return s.beginHandOff(w, id, q.Get("p"), false)
+		}
 		return s.acceptHandOff(w, r, st, id)
 	}
 	if r.URL.Path == "/oauth2/logout" {
@@ -246,6 +355,17 @@ func (s *Server) serveAppHostPath(w http.ResponseWriter, r *http.Request, st *re
 // sends the browser on to the page it asked for.
 func (s *Server) acceptHandOff(w http.ResponseWriter, r *http.Request, st *reqState, id string) error {
 	c, ok := s.openClaims("handoff", r.URL.Query().Get("t"), id)
+	if ok && localPath(c.Path) && !s.boundHere(r, c.Bind) {
+		// A token minted for another browser (a link someone sent), or
+		// this one's binder has expired: hand this browser over afresh,
+		// as whoever it is signed in as. Once only.
+		if c.Again {
+			s.log.Info("hand-off refused: no binder", zap.String("request_id", st.requestID), zap.String("app_id", id))
+			return &httpError{Status: http.StatusForbidden, Title: "Sign-in failed", AppID: id,
+				Msg: "this browser did not keep the gateway's sign-in cookie for the application's host; allow cookies for it and open the application from the index again"}
+		}
+		return s.beginHandOff(w, id, c.Path, true)
+	}
 	if ok {
 		ok = s.nonces.use(c.Nonce, c.Exp, s.now().Unix())
 	}
@@ -255,7 +375,7 @@ func (s *Server) acceptHandOff(w http.ResponseWriter, r *http.Request, st *reqSt
 		ttl := time.Unix(c.Exp, 0).Sub(s.now()) + time.Second
 		ok = s.claimOnce(r.Context(), "handoff:"+c.Nonce, ttl)
 	}
-	if !ok || !strings.HasPrefix(c.Path, "/") || strings.HasPrefix(c.Path, "//") {
+	if !ok || !localPath(c.Path) {
 		s.log.Info("hand-off refused", zap.String("request_id", st.requestID), zap.String("app_id", id))
 		return &httpError{Status: http.StatusForbidden, Title: "Sign-in expired", AppID: id,
 			Msg: "this sign-in link was used already or has expired; open the application from the index again"}
@@ -267,9 +387,19 @@ func (s *Server) acceptHandOff(w http.ResponseWriter, r *http.Request, st *reqSt
 		Path: "/", MaxAge: int(appCookieTTL / time.Second),
 		HttpOnly: true, Secure: s.publicURL.Scheme == "https", SameSite: http.SameSiteLaxMode,
 	})
+	// The binder has served.
+	http.SetCookie(w, &http.Cookie{Name: s.bindCookieName(), Value: "", Path: "/", MaxAge: -1, //nolint:gosec // G124: a deletion; attributes as when set
+		HttpOnly: true, Secure: s.publicURL.Scheme == "https", SameSite: http.SameSiteLaxMode})
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	w.Header().Set("Location", c.Path)
 	w.WriteHeader(http.StatusFound)
 	return nil
+}
+
+// boundHere reports whether the request carries the binder whose hash the
+// token holds.
+func (s *Server) boundHere(r *http.Request, hash string) bool {
+	c, err := r.Cookie(s.bindCookieName())
+	return err == nil && hash != "" && hmac.Equal([]byte(bindHash(c.Value)), []byte(hash))
 }

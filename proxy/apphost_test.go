@@ -42,6 +42,48 @@ func (h *harness) onHost(t *testing.T, host, path string, cookies ...*http.Cooki
 	return resp
 }
 
+// handOff is the browser's way from a main-origin page of an app to the
+// app's host, hop by hop: main → the app host for a binder → main for a
+// token bound to it → the app host, which takes it. It returns the token's
+// path on the app host, the binder cookie and the app host's answer to the
+// token.
+func (h *harness) handOff(t *testing.T, mainHost, appHost, path string, session *http.Cookie) (tokenPath string, binder *http.Cookie, resp *http.Response) {
+	t.Helper()
+	tokenPath, binder = h.handOffToken(t, mainHost, appHost, path, session)
+	return tokenPath, binder, h.onHost(t, appHost, tokenPath, binder)
+}
+
+// handOffToken is handOff short of presenting the token.
+func (h *harness) handOffToken(t *testing.T, mainHost, appHost, path string, session *http.Cookie) (tokenPath string, binder *http.Cookie) {
+	t.Helper()
+	var resp *http.Response
+	scheme := "http://"
+	if strings.HasSuffix(mainHost, ":8443") {
+		scheme = "https://"
+	}
+	resp = h.onHost(t, mainHost, path, session)
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != http.StatusFound || !strings.HasPrefix(loc, scheme+appHost+handoffPath+"?p=") {
+		t.Fatalf("main %s = %d, Location %q; want 302 to %s%s%s?p=…", path, resp.StatusCode, loc, scheme, appHost, handoffPath)
+	}
+	resp = h.onHost(t, appHost, strings.TrimPrefix(loc, scheme+appHost))
+	for _, c := range resp.Cookies() {
+		if strings.HasSuffix(c.Name, "sparkgate_bind") {
+			binder = c
+		}
+	}
+	loc = resp.Header.Get("Location")
+	if resp.StatusCode != http.StatusFound || binder == nil || !strings.HasPrefix(loc, scheme+mainHost+"/app/") {
+		t.Fatalf("app host's hand-off start = %d, Location %q, binder %v; want 302 to the main origin with a binder", resp.StatusCode, loc, binder)
+	}
+	resp = h.onHost(t, mainHost, strings.TrimPrefix(loc, scheme+mainHost), session)
+	loc = resp.Header.Get("Location")
+	if resp.StatusCode != http.StatusFound || !strings.HasPrefix(loc, scheme+appHost+handoffPath+"?t=") {
+		t.Fatalf("main origin's token = %d, Location %q; want 302 to %s%s%s?t=…", resp.StatusCode, loc, scheme, appHost, handoffPath)
+	}
+	return strings.TrimPrefix(loc, scheme+appHost), &http.Cookie{Name: binder.Name, Value: binder.Value}
+}
+
 func TestAppHostHandOff(t *testing.T) {
 	t.Parallel()
 	h := appHostHarness(t)
@@ -49,33 +91,36 @@ func TestAppHostHandOff(t *testing.T) {
 	appHost := appLive + ".apps.test:8080"
 
 	// The main origin hands a signed-in viewer over to the app's host.
-	resp := h.onHost(t, "gw.test:8080", "/app/"+appLive+"/jobs/?x=1", alice)
-	loc := resp.Header.Get("Location")
-	wantPrefix := "http://" + appHost + handoffPath + "?t="
-	if resp.StatusCode != http.StatusFound || !strings.HasPrefix(loc, wantPrefix) {
-		t.Fatalf("main /app/%s/jobs/ = %d, Location %q; want 302 to %s…", appLive, resp.StatusCode, loc, wantPrefix)
-	}
+	handoff, binder, resp := h.handOff(t, "gw.test:8080", appHost, "/app/"+appLive+"/jobs/?x=1", alice)
 	if n := len(h.drv.requests()); n != 0 {
 		t.Fatalf("the main origin proxied %d requests; want none with app_domain", n)
 	}
-	handoff := strings.TrimPrefix(loc, "http://"+appHost)
 
-	// The app's host takes the token once, sets a host-only cookie and
-	// goes on to the page asked for.
-	resp = h.onHost(t, appHost, handoff)
+	// The app's host takes the token once, with the binder it gave this
+	// browser, sets a host-only cookie, drops the binder and goes on to
+	// the page asked for.
 	var app *http.Cookie
+	binderDropped := false
 	for _, c := range resp.Cookies() {
-		if c.Name == appCookie {
+		switch c.Name {
+		case appCookie:
 			app = c
+		case bindCookie:
+			binderDropped = c.MaxAge < 0
 		}
 	}
 	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/jobs/?x=1" || app == nil {
 		t.Fatalf("hand-off = %d, Location %q, cookie %v; want 302 to /jobs/?x=1 with %s", resp.StatusCode, resp.Header.Get("Location"), app, appCookie)
 	}
-	if sc := resp.Header.Get("Set-Cookie"); strings.Contains(strings.ToLower(sc), "domain=") || !strings.Contains(sc, "HttpOnly") {
-		t.Errorf("app cookie %q; want host-only (no Domain) and HttpOnly", sc)
+	if !binderDropped {
+		t.Errorf("the binder cookie outlives the hand-off: %v", resp.Header.Values("Set-Cookie"))
 	}
-	if resp := h.onHost(t, appHost, handoff); resp.StatusCode != http.StatusForbidden {
+	for _, sc := range resp.Header.Values("Set-Cookie") {
+		if strings.Contains(strings.ToLower(sc), "domain=") || !strings.Contains(sc, "HttpOnly") {
+			t.Errorf("cookie %q; want host-only (no Domain) and HttpOnly", sc)
+		}
+	}
+	if resp := h.onHost(t, appHost, handoff, binder); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("hand-off token used twice = %d; want 403", resp.StatusCode)
 	}
 	appC := &http.Cookie{Name: appCookie, Value: app.Value}
@@ -124,9 +169,8 @@ func TestAppHostHandOff(t *testing.T) {
 		}
 	}
 	// A token for one app does not open another's host.
-	resp = h.onHost(t, "gw.test:8080", "/app/"+appLive+"/", alice)
-	tok := strings.TrimPrefix(resp.Header.Get("Location"), "http://"+appHost)
-	if resp := h.onHost(t, deniedHost, tok); resp.StatusCode != http.StatusForbidden {
+	tok, bnd, _ := h.handOff(t, "gw.test:8080", appHost, "/app/"+appLive+"/", alice)
+	if resp := h.onHost(t, deniedHost, tok, bnd); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("app A's token on app B's host = %d; want 403", resp.StatusCode)
 	}
 	// A viewer the app's ACLs leave out gets no token (and the 404 of an
@@ -151,6 +195,91 @@ func TestAppHostHandOff(t *testing.T) {
 	// The main origin keeps the index.
 	if resp := h.onHost(t, "gw.test:8080", "/", alice); resp.StatusCode != http.StatusOK {
 		t.Errorf("main / = %d; want 200", resp.StatusCode)
+	}
+}
+
+// TestHandOffBoundToBrowser: a hand-off token works only in the browser
+// whose binder it carries. Sent to another browser as a link (login CSRF:
+// signing the victim in as the sender), it does not sign that browser in;
+// the browser is handed over afresh, as whoever it is signed in as on the
+// main origin, and a browser that keeps no binder gets an error page
+// rather than a loop. The refused attempt does not spend the token.
+func TestHandOffBoundToBrowser(t *testing.T) {
+	t.Parallel()
+	h := appHostHarness(t)
+	alice := &http.Cookie{Name: sessionName, Value: "alice"}
+	appHost := appLive + ".apps.test:8080"
+	tok, aliceBinder := h.handOffToken(t, "gw.test:8080", appHost, "/app/"+appLive+"/jobs/", alice)
+
+	appCookieOf := func(resp *http.Response) *http.Cookie {
+		for _, c := range resp.Cookies() {
+			if c.Name == appCookie {
+				return c
+			}
+		}
+		return nil
+	}
+	var restart string
+	var victimBinder *http.Cookie
+	for _, c := range []struct {
+		name    string
+		cookies []*http.Cookie
+	}{
+		{"no binder", nil},
+		{"its own binder", []*http.Cookie{{Name: bindCookie, Value: "the-victims-own-binder-of-an-earlier-hand-off"}}},
+	} {
+		resp := h.onHost(t, appHost, tok, c.cookies...)
+		loc := resp.Header.Get("Location")
+		if app := appCookieOf(resp); resp.StatusCode != http.StatusFound || app != nil ||
+			!strings.HasPrefix(loc, "http://gw.test:8080/app/"+appLive+handoffPath+"?b=") || !strings.HasSuffix(loc, "&r=1") {
+			t.Fatalf("%s: another browser's token = %d, Location %q, app cookie %v; want a fresh hand-off (302 to the main origin, r=1), no cookie", c.name, resp.StatusCode, loc, app)
+		}
+		restart = strings.TrimPrefix(loc, "http://gw.test:8080")
+		for _, ck := range resp.Cookies() {
+			if ck.Name == bindCookie {
+				victimBinder = &http.Cookie{Name: ck.Name, Value: ck.Value}
+			}
+		}
+	}
+	if victimBinder == nil {
+		t.Fatal("the fresh hand-off set no binder")
+	}
+	// The sender's token is still good in the sender's browser.
+	if resp := h.onHost(t, appHost, tok, aliceBinder); resp.StatusCode != http.StatusFound || appCookieOf(resp) == nil {
+		t.Errorf("the token in its own browser after another refused it = %d; want 302 with the app cookie", resp.StatusCode)
+	}
+	// The fresh hand-off, as the victim (here signed in as alice too):
+	// a token marked as the second try, refused with an error page in a
+	// browser that kept no binder, taken with the binder it was given.
+	resp := h.onHost(t, "gw.test:8080", restart, alice)
+	tok2 := strings.TrimPrefix(resp.Header.Get("Location"), "http://"+appHost)
+	if resp.StatusCode != http.StatusFound || !strings.HasPrefix(tok2, handoffPath+"?t=") {
+		t.Fatalf("fresh hand-off on the main origin = %d, Location %q; want a token", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if resp := h.onHost(t, appHost, tok2); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("second try without a binder = %d; want 403, not another round", resp.StatusCode)
+	}
+	if resp := h.onHost(t, appHost, tok2, victimBinder); resp.StatusCode != http.StatusFound || appCookieOf(resp) == nil || resp.Header.Get("Location") != "/jobs/" {
+		t.Errorf("second try with its binder = %d, Location %q; want 302 to /jobs/ with the app cookie", resp.StatusCode, resp.Header.Get("Location"))
+	}
+
+	// The main origin's end of the hand-off judges the page it names as
+	// that page: a malformed request is refused, an app the user may not
+	// view gets the 404 of an unknown app (and no token), another host's
+	// path is refused.
+	hash := strings.Repeat("A", bindHashLen)
+	for _, c := range []struct {
+		name, path string
+		want       int
+	}{
+		{"no binder hash", "/app/" + appLive + handoffPath + "?p=%2Fjobs%2F", http.StatusBadRequest},
+		{"a path to another host", "/app/" + appLive + handoffPath + "?b=" + hash + "&p=%2F%2Fevil.test%2F", http.StatusBadRequest},
+		{"the hand-off itself", "/app/" + appLive + handoffPath + "?b=" + hash + "&p=%2F_%2Fhandoff", http.StatusBadRequest},
+		{"an app alice may not view", "/app/" + appDenied + handoffPath + "?b=" + hash + "&p=%2Fjobs%2F", http.StatusNotFound},
+	} {
+		if resp := h.onHost(t, "gw.test:8080", c.path, alice); resp.StatusCode != c.want {
+			t.Errorf("%s: main %s = %d, Location %q; want %d", c.name, c.path, resp.StatusCode, resp.Header.Get("Location"), c.want)
+		}
 	}
 }
 
@@ -183,8 +312,7 @@ func TestAppHostKillConfirm(t *testing.T) {
 		o.PublicURL = "http://gw.test:8080"
 	})
 	appHost := appLive + ".apps.test:8080"
-	resp := h.onHost(t, "gw.test:8080", "/app/"+appLive+"/", &http.Cookie{Name: sessionName, Value: "alice"})
-	resp = h.onHost(t, appHost, strings.TrimPrefix(resp.Header.Get("Location"), "http://"+appHost))
+	_, _, resp := h.handOff(t, "gw.test:8080", appHost, "/app/"+appLive+"/", &http.Cookie{Name: sessionName, Value: "alice"})
 	var appC *http.Cookie
 	for _, c := range resp.Cookies() {
 		if c.Name == appCookie {
@@ -248,12 +376,15 @@ func TestAppHostCookieHostPrefixed(t *testing.T) {
 	})
 	alice := &http.Cookie{Name: sessionName, Value: "alice"}
 	appHost := appLive + ".apps.test:8443"
-	resp := h.onHost(t, "gw.test:8443", "/app/"+appLive+"/jobs/", alice)
-	handoff := strings.TrimPrefix(resp.Header.Get("Location"), "https://"+appHost)
-	resp = h.onHost(t, appHost, handoff)
+	_, binder, resp := h.handOff(t, "gw.test:8443", appHost, "/app/"+appLive+"/jobs/", alice)
+	if binder.Name != "__Host-sparkgate_bind" {
+		t.Errorf("binder cookie %s; want __Host-sparkgate_bind", binder.Name)
+	}
 	var app *http.Cookie
 	for _, c := range resp.Cookies() {
-		app = c
+		if c.MaxAge > 0 {
+			app = c
+		}
 	}
 	if app == nil || app.Name != "__Host-sparkgate_app" || !app.Secure || app.Path != "/" || app.Domain != "" {
 		t.Fatalf("hand-off cookie = %v; want __Host-sparkgate_app, Secure, Path=/, no Domain", app)
@@ -302,19 +433,15 @@ func TestHandOffOnceAcrossReplicas(t *testing.T) {
 		a, b := replica(), replica()
 		alice := &http.Cookie{Name: sessionName, Value: "alice"}
 		appHost := appLive + ".apps.test:8080"
-		resp := a.onHost(t, "gw.test:8080", "/app/"+appLive+"/jobs/", alice)
-		handoff := strings.TrimPrefix(resp.Header.Get("Location"), "http://"+appHost)
-		if resp.StatusCode != http.StatusFound || !strings.HasPrefix(handoff, handoffPath) {
-			t.Fatalf("main /app/%s/jobs/ = %d, Location %q; want a hand-off", appLive, resp.StatusCode, resp.Header.Get("Location"))
-		}
-		if resp := b.onHost(t, appHost, handoff); resp.StatusCode != http.StatusFound {
-			t.Fatalf("shared %t: hand-off on replica b = %d; want 302", shared, resp.StatusCode)
+		handoff, binder := a.handOffToken(t, "gw.test:8080", appHost, "/app/"+appLive+"/jobs/", alice)
+		if resp := b.onHost(t, appHost, handoff, binder); resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/jobs/" {
+			t.Fatalf("shared %t: hand-off on replica b = %d, Location %q; want 302 to /jobs/", shared, resp.StatusCode, resp.Header.Get("Location"))
 		}
 		want := http.StatusForbidden
 		if !shared {
 			want = http.StatusFound
 		}
-		if resp := a.onHost(t, appHost, handoff); resp.StatusCode != want {
+		if resp := a.onHost(t, appHost, handoff, binder); resp.StatusCode != want {
 			t.Errorf("shared %t: the same hand-off on replica a = %d; want %d", shared, resp.StatusCode, want)
 		}
 		if !shared {

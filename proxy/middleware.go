@@ -44,6 +44,11 @@ type reqState struct {
 	// onAppHost says the request came to an app's own host
 	// (Config.AppDomain), not to the main origin.
 	onAppHost bool
+	// handoffBind is the hash of the browser's binder on the app's host
+	// when the main origin is asked for a hand-off token (apphost.go);
+	// handoffAgain marks the browser's second try.
+	handoffBind  string
+	handoffAgain bool
 	// master is the standalone master whose page is proxied (its links
 	// are rewritten, master.go); nil otherwise.
 	master *masterTarget

@@ -16,6 +16,9 @@ func (s *Server) serveApp(w http.ResponseWriter, r *http.Request, st *reqState) 
 	if st.route.Kind == KindApp && st.route.Path == diagnosisPath {
 		return s.serveDiagnosis(w, r, st, false)
 	}
+	if st.route.Kind == KindApp && st.route.Path == handoffPath && s.cfg.AppDomain != "" && !st.onAppHost && st.handoffBind == "" {
+		return s.bindHandOff(w, r, st)
+	}
 	if done, err := s.guardRequest(w, r, st); done {
 		return err
 	}
