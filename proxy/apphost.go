@@ -57,6 +57,21 @@ const (
 	hostBindCookie = "__Host-sparkgate_bind"
 )
 
+// setHostCookie sets (or, with a negative ttl, deletes) a cookie of the
+// app's host: no Domain, so the cookie is that host's alone; Path=/,
+// HttpOnly and SameSite=Lax always, Secure when the public URL is https
+// (as the "__Host-" names need).
+func (s *Server) setHostCookie(w http.ResponseWriter, name, value string, ttl time.Duration) {
+	maxAge := -1
+	if ttl > 0 {
+		maxAge = int(ttl / time.Second)
+	}
+	http.SetCookie(w, &http.Cookie{ //nolint:gosec // G124: HttpOnly and SameSite=Lax always; Secure when the public URL is https
+		Name: name, Value: value, Path: "/", MaxAge: maxAge,
+		HttpOnly: true, Secure: s.publicURL.Scheme == "https", SameSite: http.SameSiteLaxMode,
+	})
+}
+
 // bindCookieName is bindCookie's name, "__Host-" on https as for
 // appCookieName: no other app's host can plant a binder for this one.
 func (s *Server) bindCookieName() string {
@@ -268,10 +283,7 @@ func (s *Server) beginHandOff(w http.ResponseWriter, id, path string, again bool
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
 	binder := base64.RawURLEncoding.EncodeToString(b)
-	http.SetCookie(w, &http.Cookie{ //nolint:gosec // G124: HttpOnly and SameSite=Lax always; Secure when the public URL is https
-		Name: s.bindCookieName(), Value: binder, Path: "/", MaxAge: int(handoffTTL / time.Second),
-		HttpOnly: true, Secure: s.publicURL.Scheme == "https", SameSite: http.SameSiteLaxMode,
-	})
+	s.setHostCookie(w, s.bindCookieName(), binder, handoffTTL)
 	loc := s.publicURL.Scheme + "://" + s.publicURL.Host + "/app/" + id + handoffPath +
 		"?b=" + bindHash(binder) + "&p=" + url.QueryEscape(path)
 	if again {
@@ -308,8 +320,7 @@ func (s *Server) serveAppHostPath(w http.ResponseWriter, r *http.Request, st *re
 	if r.URL.Path == "/oauth2/logout" {
 		// The "sign out" link of the gateway's pages shown on this host:
 		// this host's cookie goes, and the main origin signs out.
-		http.SetCookie(w, &http.Cookie{Name: s.appCookieName(), Value: "", Path: "/", MaxAge: -1, //nolint:gosec // G124: a deletion; attributes as when set
-			HttpOnly: true, Secure: s.publicURL.Scheme == "https", SameSite: http.SameSiteLaxMode})
+		s.setHostCookie(w, s.appCookieName(), "", -1)
 		w.Header().Set("Location", s.publicURL.Scheme+"://"+s.publicURL.Host+"/oauth2/logout")
 		w.WriteHeader(http.StatusSeeOther)
 		return nil
@@ -380,16 +391,10 @@ func (s *Server) acceptHandOff(w http.ResponseWriter, r *http.Request, st *reqSt
 		return &httpError{Status: http.StatusForbidden, Title: "Sign-in expired", AppID: id,
 			Msg: "this sign-in link was used already or has expired; open the application from the index again"}
 	}
-	http.SetCookie(w, &http.Cookie{ //nolint:gosec // G124: HttpOnly and SameSite=Lax always; Secure when the public URL is https
-		Name:  s.appCookieName(),
-		Value: s.sealClaims("cookie", appClaims{App: id, User: c.User, Groups: c.Groups, Method: c.Method, Exp: s.now().Add(appCookieTTL).Unix()}),
-		// No Domain: the cookie is this app's host's alone.
-		Path: "/", MaxAge: int(appCookieTTL / time.Second),
-		HttpOnly: true, Secure: s.publicURL.Scheme == "https", SameSite: http.SameSiteLaxMode,
-	})
-	// The binder has served.
-	http.SetCookie(w, &http.Cookie{Name: s.bindCookieName(), Value: "", Path: "/", MaxAge: -1, //nolint:gosec // G124: a deletion; attributes as when set
-		HttpOnly: true, Secure: s.publicURL.Scheme == "https", SameSite: http.SameSiteLaxMode})
+	s.setHostCookie(w, s.appCookieName(),
+		s.sealClaims("cookie", appClaims{App: id, User: c.User, Groups: c.Groups, Method: c.Method, Exp: s.now().Add(appCookieTTL).Unix()}),
+		appCookieTTL)
+	s.setHostCookie(w, s.bindCookieName(), "", -1) // the binder has served
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	w.Header().Set("Location", c.Path)

@@ -65,23 +65,24 @@ func (dw *dirWatch) errors() <-chan error {
 	return dw.w.Errors
 }
 
-// update makes dirs the watched set and reports whether every one of them
+// update makes dirs (a set) the watched set and reports whether every one of them
 // is watched (false when one is on a shared file system, or the kernel's
 // limit on watches is reached) and whether it began to watch any: what
 // changed there between the last poll and now has sent no event.
-func (dw *dirWatch) update(dirs []string) (covered, added bool) {
+func (dw *dirWatch) update(dirs map[string]bool) (covered, added bool) {
 	if dw == nil {
 		return false, false
 	}
-	have := dw.w.WatchList()
-	for _, d := range have {
-		if !slices.Contains(dirs, d) {
+	have := map[string]bool{}
+	for _, d := range dw.w.WatchList() {
+		have[d] = true
+		if !dirs[d] {
 			_ = dw.w.Remove(d) // gone already when the directory was removed
 		}
 	}
 	covered = true
-	for _, d := range dirs {
-		if slices.Contains(have, d) {
+	for d := range dirs {
+		if have[d] {
 			continue
 		}
 		if !dw.local(d) {
@@ -107,11 +108,11 @@ func (dw *dirWatch) update(dirs []string) (covered, added bool) {
 // nearest existing ancestor; for a pattern with wildcards in its
 // directories, every directory its levels match, so that a log created in
 // a new directory is seen at once too.
-func (fl *follower) wantDirs() []string {
-	var dirs []string
+func (fl *follower) wantDirs() map[string]bool {
+	dirs := map[string]bool{}
 	add := func(d string) {
-		if d != "" && !slices.Contains(dirs, d) {
-			dirs = append(dirs, d)
+		if d != "" {
+			dirs[d] = true
 		}
 	}
 	for i := range fl.sources {

@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -101,23 +102,13 @@ func TestFollowerWatch(t *testing.T) {
 
 	// A directory the wildcard matches, created after the follower
 	// started, then the log in it.
-	if err := os.MkdirAll(filepath.Join(dir, "apps", "app-7"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "the new directory to be watched", func() bool {
-		return slices.Contains(dw.w.WatchList(), filepath.Join(dir, "apps", "app-7"))
-	})
+	mkdirWatched(t, dw, filepath.Join(dir, "apps", "app-7"))
 	d := filepath.Join(dir, "apps", "app-7", "driver.log")
 	appendFile(t, d, line(portLine, "4050"))
 	expectURLs(t, ch, d, "http://127.0.0.1:4050")
 
 	// A pattern's directory two levels below what existed.
-	if err := os.MkdirAll(filepath.Join(dir, "later", "sub"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "the created directory to be watched", func() bool {
-		return slices.Contains(dw.w.WatchList(), filepath.Join(dir, "later", "sub"))
-	})
+	mkdirWatched(t, dw, filepath.Join(dir, "later", "sub"))
 	l := filepath.Join(dir, "later", "sub", "x.log")
 	appendFile(t, l, line(portLine, "4060"))
 	expectURLs(t, ch, l, "http://127.0.0.1:4060")
@@ -134,6 +125,16 @@ func TestFollowerWatch(t *testing.T) {
 	})
 	appendFile(t, target, line(portLine, "4070"))
 	expectURLs(t, ch, link, "http://127.0.0.1:4070")
+}
+
+// mkdirWatched creates dir (and its parents) and waits until the follower
+// watches it.
+func mkdirWatched(t *testing.T, dw *dirWatch, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, dir+" to be watched", func() bool { return slices.Contains(dw.w.WatchList(), dir) })
 }
 
 // TestFollowerPollsSharedFS: a directory on a file system other hosts
@@ -184,8 +185,7 @@ func TestWantDirs(t *testing.T) {
 		filepath.Join(dir, "b", "*.log"),
 		filepath.Join(dir, "none", "deeper", "*.log"), // not there: its nearest ancestor
 	}}}, zaptest.NewLogger(t))
-	got := fl.wantDirs()
-	slices.Sort(got)
+	got := slices.Sorted(maps.Keys(fl.wantDirs()))
 	want := []string{dir}
 	for _, d := range []string{"a", "a/x", "a/y", "b", "c"} {
 		want = append(want, filepath.Join(dir, d))
