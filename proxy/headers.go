@@ -48,22 +48,29 @@ func StripRequest(h http.Header, rawQuery string) (cleanQuery string) {
 			}
 		}
 	}
-	h.Del("Connection")
-	for _, name := range identityHeaders {
-		h.Del(name)
-	}
+	// One pass over the header (a handful of keys) rather than a Del per
+	// name of identityHeaders, each canonicalizing its name.
 	for name := range h {
-		if hasPrefixFold(name, "X-FORWARDED") || hasPrefixFold(name, "X-AUTH-REQUEST") {
+		if strippedHeaders[name] || hasPrefixFold(name, "X-FORWARDED") || hasPrefixFold(name, "X-AUTH-REQUEST") {
 			delete(h, name)
 		}
 	}
-	// Every cookie stays here. Spark's UI uses none; what a browser sends
-	// to the gateway's host is the gateway's session, or belongs to other
-	// sites on that host (an IdP, other apps), and must not reach every
-	// driver.
-	h.Del("Cookie")
 	return stripDoAs(rawQuery)
 }
+
+// strippedHeaders holds, canonical, the names StripRequest removes besides
+// X-Forwarded-* and X-Auth-Request-*: identityHeaders, Connection, and
+// Cookie. Every cookie stays here: Spark's UI uses none; what a browser
+// sends to the gateway's host is the gateway's session, or belongs to
+// other sites on that host (an IdP, other apps), and must not reach every
+// driver.
+var strippedHeaders = func() map[string]bool {
+	m := map[string]bool{"Connection": true, "Cookie": true}
+	for _, name := range identityHeaders {
+		m[textproto.CanonicalMIMEHeaderKey(name)] = true
+	}
+	return m
+}()
 
 // stripDoAs removes every doAs parameter (any case, also percent-encoded
 // spellings of the name) from a raw query, keeping the other pairs as sent.
