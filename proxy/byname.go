@@ -15,7 +15,9 @@ import (
 type byNameRow struct {
 	ID        string `json:"id"`
 	Name      string `json:"name"`
+	Owner     string `json:"owner"`
 	Live      bool   `json:"live"`
+	Picked    bool   `json:"picked"` // the app the stable link leads to
 	Start     string `json:"start_time,omitempty"`
 	Link      string `json:"link"`
 	Diagnosis string `json:"diagnosis"`
@@ -26,6 +28,9 @@ type byNamePage struct {
 	Name   string
 	Newest string
 	Rows   []byNameRow
+	// Ambiguous says the stable link leads nowhere: apps of several
+	// owners, none the user's, have the name.
+	Ambiguous bool
 }
 
 // serveByName serves /by-name/<name>/...: a redirect to the same path
@@ -34,6 +39,13 @@ type byNamePage struct {
 // streaming job, each of which gets a new app id. With ?all it lists every
 // app of the name the user may view, with their ids. Only apps the user may
 // view are considered: one that may not learns nothing of the others.
+//
+// A name is anyone's to start an app under, so the link follows only one
+// owner (byNamePick): the user's own newest app of the name, else the
+// newest app when a single owner has them all. When several others do, it
+// lists them (300 Multiple Choices) rather than pick one: an app started
+// under the name of someone else's streaming job, its UI open to everyone,
+// would otherwise take over their bookmarks.
 func (s *Server) serveByName(w http.ResponseWriter, r *http.Request, st *reqState) error {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return &httpError{Status: http.StatusMethodNotAllowed, Msg: "only GET and HEAD", Allow: "GET, HEAD"}
@@ -41,45 +53,79 @@ func (s *Server) serveByName(w http.ResponseWriter, r *http.Request, st *reqStat
 	name := st.route.Name
 	q := r.URL.Query()
 	_, all := q["all"]
-	var rows []byNameRow
 	// visibleApps keeps the registry's order: running first, newest first.
+	var apps []*discovery.App
 	for _, v := range s.visibleApps(st) {
-		if stableName(v.app) != name && v.app.Name != name {
-			continue
-		}
-		row := byNameRow{ID: v.app.ID, Name: v.app.Name, Live: v.app.Live(), Link: "/app/" + v.app.ID + "/"}
-		row.Diagnosis = row.Link + diagnosisPath[1:]
-		if !v.app.StartTime.IsZero() {
-			row.Start = v.app.StartTime.UTC().Format(time.RFC3339)
-		}
-		rows = append(rows, row)
-		if !all {
-			break
+		if stableName(v.app) == name || v.app.Name == name {
+			apps = append(apps, v.app)
 		}
 	}
-	if len(rows) == 0 {
+	if len(apps) == 0 {
 		return &httpError{Status: http.StatusNotFound, Title: "No such application",
 			Msg: fmt.Sprintf("no application named %q that you may view is running or finished", name)}
 	}
-	if !all {
+	pick := byNamePick(apps, st.ident.User)
+	if !all && pick != nil {
 		// The rest of the path and the query are kept.
-		redirect(w, r, "/app/"+rows[0].ID+st.route.Path)
+		redirect(w, r, "/app/"+pick.ID+st.route.Path)
 		return nil
+	}
+	status := http.StatusOK
+	if !all {
+		status = http.StatusMultipleChoices // the link picks none
+	}
+	rows := make([]byNameRow, 0, len(apps))
+	for _, a := range apps {
+		row := byNameRow{ID: a.ID, Name: a.Name, Owner: owner(a), Live: a.Live(), Link: "/app/" + a.ID + "/", Picked: a == pick}
+		row.Diagnosis = row.Link + diagnosisPath[1:]
+		if !a.StartTime.IsZero() {
+			row.Start = a.StartTime.UTC().Format(time.RFC3339)
+		}
+		rows = append(rows, row)
 	}
 	if st.json {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.WriteHeader(status)
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(rows) // a write error means the client has gone
 		return nil
 	}
 	link, _ := byNameLink(name)
-	return s.pages.render(w, http.StatusOK, "byname", byNamePage{
+	return s.pages.render(w, status, "byname", byNamePage{
 		pageBase: pageBase{Title: "Applications named " + name, User: st.ident.User, Groups: st.ident.Groups, RequestID: st.requestID},
-		Name:     name, Newest: link, Rows: rows,
+		Name:     name, Newest: link, Rows: rows, Ambiguous: pick == nil,
 	})
+}
+
+// byNamePick is the app of apps (of one name, running first, newest
+// first) that the name's link leads user to: the first of user's own, else
+// the first when one owner has them all; nil when several others do.
+func byNamePick(apps []*discovery.App, user string) *discovery.App {
+	for _, a := range apps {
+		if a.User == user {
+			return a
+		}
+	}
+	for _, a := range apps[1:] {
+		if owner(a) != owner(apps[0]) {
+			return nil
+		}
+	}
+	return apps[0]
+}
+
+// owner is who an app answers to, for by-name links: its Spark user and,
+// for an app the Spark operator runs, its namespace (the teams of a
+// cluster often run every driver as the same Spark user, each in their
+// own namespace).
+func owner(a *discovery.App) string {
+	if ns, _, ok := strings.Cut(a.ClusterName, "/"); ok {
+		return a.User + " in " + ns
+	}
+	return a.User
 }
 
 // stableName is the name an app's by-name link uses: its

@@ -80,6 +80,79 @@ func TestByNameAll(t *testing.T) {
 	}
 }
 
+// TestByNameSquatting: a name is anyone's to start an app under. Bob may
+// view alice's "nightly etl" runs; mallory starts a newer app of that name
+// whose UI everyone may view. Bob's link lists both owners' apps (300)
+// rather than lead him to mallory's; alice's still leads to her own, and
+// mallory's to hers. Apps the Spark operator runs, all as Spark user 185,
+// are told apart by namespace; in one namespace the link follows the
+// newest.
+func TestByNameSquatting(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	bob := map[string]string{"spark.ui.view.acls": "bob"}
+	all := map[string]string{"spark.ui.view.acls": "bob,dave"} // everyone, for the harness's authorizer
+	apps := append(h.reg.Load().Apps(),
+		&discovery.App{ID: "app-20261201090000-0002", Name: "nightly etl", User: "alice", StartTime: start, State: discovery.Running,
+			UIURL: h.drv.url(), Source: "static", ACLProps: bob},
+		&discovery.App{ID: "app-20261201100000-0003", Name: "nightly etl", User: "mallory", StartTime: start.Add(time.Hour), State: discovery.Running,
+			UIURL: h.drv.url(), Source: "static", ACLProps: all},
+		&discovery.App{ID: "spark-aaaa01", Name: "pyspark-shell", User: "185", StartTime: start, State: discovery.Running,
+			UIURL: h.drv.url(), Source: "kubernetes", ClusterName: "etl/orders", ACLProps: all},
+		&discovery.App{ID: "spark-aaaa02", Name: "pyspark-shell", User: "185", StartTime: start.Add(-time.Hour), EndTime: start.Add(-time.Minute),
+			State: discovery.Ended, Source: "kubernetes", ClusterName: "etl/orders", ACLProps: all},
+	)
+	h.reg.Store(discovery.NewSnapshot(apps))
+	for _, tc := range []struct {
+		user, path, want string
+		status           int
+	}{
+		{"alice", "/by-name/nightly%20etl/jobs/", "/app/app-20261201090000-0002/jobs/", http.StatusFound},
+		{"mallory", "/by-name/nightly%20etl/jobs/", "/app/app-20261201100000-0003/jobs/", http.StatusFound},
+		{"bob", "/by-name/nightly%20etl/jobs/", "", http.StatusMultipleChoices},
+		{"dave", "/by-name/nightly%20etl/jobs/", "/app/app-20261201100000-0003/jobs/", http.StatusFound}, // mallory's alone he may view
+		{"bob", "/by-name/orders/", "/app/spark-aaaa01/", http.StatusFound},
+	} {
+		resp, body := h.do(t, "GET", tc.path, tc.user, nil)
+		if resp.StatusCode != tc.status || resp.Header.Get("Location") != tc.want {
+			t.Errorf("%s GET %s = %d %q; want %d %q\n%s", tc.user, tc.path, resp.StatusCode, resp.Header.Get("Location"), tc.status, tc.want, body)
+		}
+		if tc.status == http.StatusMultipleChoices && (!strings.Contains(body, "app-20261201090000-0002") || !strings.Contains(body, "app-20261201100000-0003") ||
+			!strings.Contains(body, "more than one owner") || !strings.Contains(body, "<td>mallory</td>")) {
+			t.Errorf("%s GET %s: want both owners' apps listed\n%s", tc.user, tc.path, body)
+		}
+	}
+	resp, body := h.do(t, "GET", "/by-name/nightly%20etl/", "bob", http.Header{"Accept": {"application/json"}})
+	var rows []byNameRow
+	decodeJSON(t, body, &rows)
+	if resp.StatusCode != http.StatusMultipleChoices || len(rows) != 2 || rows[0].Owner != "mallory" || rows[0].Picked || rows[1].Owner != "alice" || rows[1].Picked {
+		t.Errorf("bob, JSON: %d %+v; want 300 and both apps, none picked", resp.StatusCode, rows)
+	}
+	resp, body = h.do(t, "GET", "/by-name/nightly%20etl/?all", "bob", http.Header{"Accept": {"application/json"}})
+	rows = nil
+	decodeJSON(t, body, &rows)
+	if resp.StatusCode != http.StatusOK || len(rows) != 2 || rows[0].Picked || rows[1].Picked {
+		t.Errorf("bob, ?all: %d %+v; want 200 and both apps, none picked", resp.StatusCode, rows)
+	}
+	resp, body = h.do(t, "GET", "/by-name/nightly%20etl/?all", "dave", http.Header{"Accept": {"application/json"}})
+	rows = nil
+	decodeJSON(t, body, &rows)
+	if resp.StatusCode != http.StatusOK || len(rows) != 1 || !rows[0].Picked {
+		t.Errorf("dave, ?all: %d %+v; want 200, mallory's app picked", resp.StatusCode, rows)
+	}
+
+	// Another namespace's SparkApplication of the same name, as the same
+	// Spark user: the namespaces tell the owners apart.
+	apps = append(apps, &discovery.App{ID: "spark-bbbb01", Name: "pyspark-shell", User: "185", StartTime: start.Add(time.Hour), State: discovery.Running,
+		UIURL: h.drv.url(), Source: "kubernetes", ClusterName: "scratch/orders", ACLProps: all})
+	h.reg.Store(discovery.NewSnapshot(apps))
+	resp, body = h.do(t, "GET", "/by-name/orders/", "bob", nil)
+	if resp.StatusCode != http.StatusMultipleChoices || !strings.Contains(body, "185 in scratch") || !strings.Contains(body, "185 in etl") {
+		t.Errorf("two namespaces: %d %q; want 300 listing both\n%s", resp.StatusCode, resp.Header.Get("Location"), body)
+	}
+}
+
 func TestIndexOffersByName(t *testing.T) {
 	t.Parallel()
 	h := byNameHarness(t)
