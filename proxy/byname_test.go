@@ -25,13 +25,27 @@ func byNameHarness(t *testing.T) *harness {
 	return h
 }
 
+// byNameCase is a GET by user of path, answered with status and, for a
+// redirect, Location want.
+type byNameCase struct {
+	user, path, want string
+	status           int
+}
+
+// getByName runs tc and returns the body of its answer.
+func getByName(t *testing.T, h *harness, tc byNameCase) string {
+	t.Helper()
+	resp, body := h.do(t, "GET", tc.path, tc.user, nil)
+	if resp.StatusCode != tc.status || resp.Header.Get("Location") != tc.want {
+		t.Errorf("%s GET %s = %d %q; want %d %q\n%s", tc.user, tc.path, resp.StatusCode, resp.Header.Get("Location"), tc.status, tc.want, body)
+	}
+	return body
+}
+
 func TestByNameRedirect(t *testing.T) {
 	t.Parallel()
 	h := byNameHarness(t)
-	for _, tc := range []struct {
-		user, path, want string
-		status           int
-	}{
+	for _, tc := range []byNameCase{
 		{"alice", "/by-name/nightly%20etl/stages/?x=1", "/app/app-20261201090000-0002/stages/?x=1", http.StatusFound},
 		{"alice", "/by-name/nightly%20etl", "/app/app-20261201090000-0002/", http.StatusFound},
 		{"carol", "/by-name/nightly%20etl/jobs/", "/app/app-20261201100000-0003/jobs/", http.StatusFound},
@@ -39,10 +53,7 @@ func TestByNameRedirect(t *testing.T) {
 		{"alice", "/by-name/no-such-app/", "", http.StatusNotFound},
 		{"", "/by-name/nightly%20etl/", "/oauth2/start?rd=%2Fby-name%2Fnightly%2520etl%2F", http.StatusFound},
 	} {
-		resp, body := h.do(t, "GET", tc.path, tc.user, nil)
-		if resp.StatusCode != tc.status || resp.Header.Get("Location") != tc.want {
-			t.Errorf("%s GET %s = %d %q; want %d %q\n%s", tc.user, tc.path, resp.StatusCode, resp.Header.Get("Location"), tc.status, tc.want, body)
-		}
+		getByName(t, h, tc)
 	}
 }
 
@@ -104,20 +115,14 @@ func TestByNameSquatting(t *testing.T) {
 			State: discovery.Ended, Source: "kubernetes", ClusterName: "etl/orders", ACLProps: all},
 	)
 	h.reg.Store(discovery.NewSnapshot(apps))
-	for _, tc := range []struct {
-		user, path, want string
-		status           int
-	}{
+	for _, tc := range []byNameCase{
 		{"alice", "/by-name/nightly%20etl/jobs/", "/app/app-20261201090000-0002/jobs/", http.StatusFound},
 		{"mallory", "/by-name/nightly%20etl/jobs/", "/app/app-20261201100000-0003/jobs/", http.StatusFound},
 		{"bob", "/by-name/nightly%20etl/jobs/", "", http.StatusMultipleChoices},
 		{"dave", "/by-name/nightly%20etl/jobs/", "/app/app-20261201100000-0003/jobs/", http.StatusFound}, // mallory's alone he may view
 		{"bob", "/by-name/orders/", "/app/spark-aaaa01/", http.StatusFound},
 	} {
-		resp, body := h.do(t, "GET", tc.path, tc.user, nil)
-		if resp.StatusCode != tc.status || resp.Header.Get("Location") != tc.want {
-			t.Errorf("%s GET %s = %d %q; want %d %q\n%s", tc.user, tc.path, resp.StatusCode, resp.Header.Get("Location"), tc.status, tc.want, body)
-		}
+		body := getByName(t, h, tc)
 		if tc.status == http.StatusMultipleChoices && (!strings.Contains(body, "app-20261201090000-0002") || !strings.Contains(body, "app-20261201100000-0003") ||
 			!strings.Contains(body, "more than one owner") || !strings.Contains(body, "<td>mallory</td>")) {
 			t.Errorf("%s GET %s: want both owners' apps listed\n%s", tc.user, tc.path, body)
