@@ -74,10 +74,19 @@ func (s *Server) serveByName(w http.ResponseWriter, r *http.Request, st *reqStat
 	if !all {
 		status = http.StatusMultipleChoices // the link picks none
 	}
+	// Listed for a link that picks none, each app's link keeps the rest of
+	// the path and the query, as the redirect would.
+	rest := "/"
+	if !all {
+		rest = st.route.Path
+		if r.URL.RawQuery != "" {
+			rest += "?" + r.URL.RawQuery
+		}
+	}
 	rows := make([]byNameRow, 0, len(apps))
 	for _, a := range apps {
-		row := byNameRow{ID: a.ID, Name: a.Name, Owner: owner(a), Live: a.Live(), Link: "/app/" + a.ID + "/", Picked: a == pick}
-		row.Diagnosis = row.Link + diagnosisPath[1:]
+		row := byNameRow{ID: a.ID, Name: a.Name, Owner: owner(a), Live: a.Live(), Link: "/app/" + a.ID + rest, Picked: a == pick}
+		row.Diagnosis = "/app/" + a.ID + diagnosisPath
 		if !a.StartTime.IsZero() {
 			row.Start = a.StartTime.UTC().Format(time.RFC3339)
 		}

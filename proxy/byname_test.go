@@ -118,12 +118,12 @@ func TestByNameSquatting(t *testing.T) {
 	for _, tc := range []byNameCase{
 		{"alice", "/by-name/nightly%20etl/jobs/", "/app/app-20261201090000-0002/jobs/", http.StatusFound},
 		{"mallory", "/by-name/nightly%20etl/jobs/", "/app/app-20261201100000-0003/jobs/", http.StatusFound},
-		{"bob", "/by-name/nightly%20etl/jobs/", "", http.StatusMultipleChoices},
+		{"bob", "/by-name/nightly%20etl/jobs/?x=1", "", http.StatusMultipleChoices},
 		{"dave", "/by-name/nightly%20etl/jobs/", "/app/app-20261201100000-0003/jobs/", http.StatusFound}, // mallory's alone he may view
 		{"bob", "/by-name/orders/", "/app/spark-aaaa01/", http.StatusFound},
 	} {
 		body := getByName(t, h, tc)
-		if tc.status == http.StatusMultipleChoices && (!strings.Contains(body, "app-20261201090000-0002") || !strings.Contains(body, "app-20261201100000-0003") ||
+		if tc.status == http.StatusMultipleChoices && (!strings.Contains(body, `href="/app/app-20261201090000-0002/jobs/?x=1"`) || !strings.Contains(body, `href="/app/app-20261201100000-0003/jobs/?x=1"`) ||
 			!strings.Contains(body, "more than one owner") || !strings.Contains(body, "<td>mallory</td>")) {
 			t.Errorf("%s GET %s: want both owners' apps listed\n%s", tc.user, tc.path, body)
 		}
@@ -131,7 +131,8 @@ func TestByNameSquatting(t *testing.T) {
 	resp, body := h.do(t, "GET", "/by-name/nightly%20etl/", "bob", http.Header{"Accept": {"application/json"}})
 	var rows []byNameRow
 	decodeJSON(t, body, &rows)
-	if resp.StatusCode != http.StatusMultipleChoices || len(rows) != 2 || rows[0].Owner != "mallory" || rows[0].Picked || rows[1].Owner != "alice" || rows[1].Picked {
+	if resp.StatusCode != http.StatusMultipleChoices || len(rows) != 2 || rows[0].Owner != "mallory" || rows[0].Picked || rows[1].Owner != "alice" || rows[1].Picked ||
+		rows[1].Link != "/app/app-20261201090000-0002/" || rows[1].Diagnosis != "/app/app-20261201090000-0002/_/diagnosis" {
 		t.Errorf("bob, JSON: %d %+v; want 300 and both apps, none picked", resp.StatusCode, rows)
 	}
 	resp, body = h.do(t, "GET", "/by-name/nightly%20etl/?all", "bob", http.Header{"Accept": {"application/json"}})
