@@ -16,5 +16,5 @@ sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
 echo "replicas: installing ${need[*]} with apt-get"
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq >/dev/null
-$sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+$sudo apt-get -o DPkg::Lock::Timeout=900 update -qq >/dev/null
+$sudo apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends "${need[@]}" >/dev/null
