@@ -211,11 +211,8 @@ func (s *Server) handOff(w http.ResponseWriter, r *http.Request, st *reqState, i
 	if r.URL.RawQuery != "" {
 		path += "?" + r.URL.RawQuery
 	}
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Referrer-Policy", "no-referrer")
 	if st.handoffBind == "" {
-		w.Header().Set("Location", s.appOrigin(id)+handoffPath+"?p="+url.QueryEscape(path))
-		w.WriteHeader(http.StatusFound)
+		handOffRedirect(w, s.appOrigin(id)+handoffPath+"?p="+url.QueryEscape(path))
 		return
 	}
 	nonce := make([]byte, 16)
@@ -225,7 +222,16 @@ func (s *Server) handOff(w http.ResponseWriter, r *http.Request, st *reqState, i
 		Exp: s.now().Add(handoffTTL).Unix(), Path: path, Nonce: base64.RawURLEncoding.EncodeToString(nonce),
 		Bind: st.handoffBind, Again: st.handoffAgain,
 	})
-	w.Header().Set("Location", s.appOrigin(id)+handoffPath+"?t="+url.QueryEscape(tok))
+	handOffRedirect(w, s.appOrigin(id)+handoffPath+"?t="+url.QueryEscape(tok))
+}
+
+// handOffRedirect sends the browser on to the next step of a hand-off:
+// never cached, and with no Referer, which would carry the token or the
+// binder's hash to the next host.
+func handOffRedirect(w http.ResponseWriter, loc string) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	w.Header().Set("Location", loc)
 	w.WriteHeader(http.StatusFound)
 }
 
@@ -289,10 +295,7 @@ func (s *Server) beginHandOff(w http.ResponseWriter, id, path string, again bool
 	if again {
 		loc += "&r=1"
 	}
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Referrer-Policy", "no-referrer")
-	w.Header().Set("Location", loc)
-	w.WriteHeader(http.StatusFound)
+	handOffRedirect(w, loc)
 	return nil
 }
 
@@ -395,10 +398,7 @@ func (s *Server) acceptHandOff(w http.ResponseWriter, r *http.Request, st *reqSt
 		s.sealClaims("cookie", appClaims{App: id, User: c.User, Groups: c.Groups, Method: c.Method, Exp: s.now().Add(appCookieTTL).Unix()}),
 		appCookieTTL)
 	s.setHostCookie(w, s.bindCookieName(), "", -1) // the binder has served
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Referrer-Policy", "no-referrer")
-	w.Header().Set("Location", c.Path)
-	w.WriteHeader(http.StatusFound)
+	handOffRedirect(w, c.Path)
 	return nil
 }
 

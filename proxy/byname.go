@@ -118,8 +118,9 @@ func byNamePick(apps []*discovery.App, user string) *discovery.App {
 			return a
 		}
 	}
+	first := owner(apps[0])
 	for _, a := range apps[1:] {
-		if owner(a) != owner(apps[0]) {
+		if owner(a) != first {
 			return nil
 		}
 	}
