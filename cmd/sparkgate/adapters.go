@@ -62,7 +62,10 @@ func (z *authorizer) Authorize(id proxy.Identity, app *discovery.App, hist *disc
 	switch {
 	case hist == nil && !app.Live() && len(z.historyNames) > 0 && app.ACLProps != nil && writesEventLog(app.ACLProps):
 		props = cmpOr(app.ACLProps, unknownACL)
-		d = z.decideEnded(sub, props, app.User, act)
+		var pending bool
+		if d, pending = z.decideEnded(sub, props, app.User, act); pending {
+			return proxy.Verdict{Pending: true}
+		}
 	case hist == nil:
 		props = cmpOr(app.ACLProps, unknownACL)
 		d = z.c.DecideLive(sub, props, app.User, act)
@@ -94,25 +97,30 @@ func writesEventLog(props map[string]string) bool {
 }
 
 // decideEnded judges an app whose driver has ended, that writes an event
-// log, and that no History Server lists yet. Its pages will come from a History Server, which
-// applies its own rules to the ACLs of the event log (the driver's
-// environment, props): whoever one of them would let in gets the waiting
-// page now, rather than a "no" that turns into a "yes" once the server
-// lists the app (a user in spark.history.ui.admin.acls, or any user when
-// the server's ACLs are off). The servers are asked in name order, so the
-// reasons of a denial are stable.
-func (z *authorizer) decideEnded(sub policy.Subject, props map[string]string, owner string, act policy.Action) policy.Decision {
-	var d policy.Decision
+// log, and that no History Server lists yet. Its pages will come from a
+// History Server, which applies its own rules to the ACLs of the event log
+// (the driver's environment, props), and which one is not known. Whoever
+// every server would let in gets the waiting page now, rather than a "no"
+// that turns into a "yes" once a server lists the app (a user in
+// spark.history.ui.admin.acls of them all, or any user when their ACLs are
+// off). Whoever only some would let in is told "not yet" (pending): let in
+// now, they would see the app listed, its name and owner, by the rules of
+// a server that may never list it (one with ACLs off lets everyone in,
+// beside one with ACLs on that reads the app's event log). Whoever none
+// would let in is told no, with the reasons of the first server in name
+// order, so that they are stable.
+func (z *authorizer) decideEnded(sub policy.Subject, props map[string]string, owner string, act policy.Action) (d policy.Decision, pending bool) {
+	allowed := 0
 	for i, name := range z.historyNames {
 		h := z.c.DecideHistory(sub, z.history[name], props, owner, act)
 		if h.Allow {
-			return h
+			allowed++
 		}
 		if i == 0 {
 			d = h
 		}
 	}
-	return d
+	return d, allowed > 0 && allowed < len(z.historyNames)
 }
 
 // cmpOr returns m, or def when m is nil (an app whose ACLs are unknown; an

@@ -65,11 +65,13 @@ func TestAuthorizeHistoryUsesHistoryOwner(t *testing.T) {
 // TestAuthorizeEndedAppByHistoryRules: an app whose driver has ended and
 // that no History Server lists yet is judged as the History Servers will
 // judge it, so a History Server admin is not told "no" seconds before the
-// server lets them in, and the app's own lists still count.
+// server lets them in, and the app's own lists still count. Which server
+// will list it is not known: a user only some of them would let in is told
+// "not yet", not let in by the rules of a server that may never list it.
 func TestAuthorizeEndedAppByHistoryRules(t *testing.T) {
 	z := newAuthorizer(policy.Config{CacheSize: 16, CacheTTL: time.Minute}, map[string]policy.HistoryRules{
-		"b": {Name: "b", Enabled: true},
-		"a": {Name: "a", Enabled: true, AdminGroups: []string{"hs-admins"}},
+		"b": {Name: "b", Enabled: true, AdminGroups: []string{"all-hs-admins"}},
+		"a": {Name: "a", Enabled: true, AdminGroups: []string{"hs-admins", "all-hs-admins"}},
 	})
 	props := map[string]string{"spark.acls.enable": "true", "spark.ui.view.acls.groups": "analysts", "spark.eventLog.enabled": "true"}
 	ended := &discovery.App{ID: "app-1", User: "dave", State: discovery.Ended, ACLProps: props}
@@ -79,33 +81,84 @@ func TestAuthorizeEndedAppByHistoryRules(t *testing.T) {
 		ACLProps: map[string]string{"spark.acls.enable": "true", "spark.ui.view.acls.groups": "analysts"}}
 	live := &discovery.App{ID: "app-2", User: "dave", State: discovery.Running, ACLProps: props,
 		UIURL: &url.URL{Scheme: "http", Host: "127.0.0.1:4040"}}
+	const (
+		deny = iota
+		allow
+		notYet
+	)
 	for _, tc := range []struct {
 		name   string
 		app    *discovery.App
 		user   string
 		groups []string
-		allow  bool
+		want   int
 	}{
-		{"ended, History Server admin group", ended, "carol", []string{"hs-admins"}, true},
-		{"live, History Server admin group", live, "carol", []string{"hs-admins"}, false},
-		{"ended, in the app's view group", ended, "alice", []string{"analysts"}, true},
-		{"ended, owner", ended, "dave", nil, true},
-		{"ended, nobody", ended, "eve", []string{"other"}, false},
-		{"ended without an event log, History Server admin group", noLog, "carol", []string{"hs-admins"}, false},
-		{"ended without an event log, in the app's view group", noLog, "alice", []string{"analysts"}, true},
+		{"ended, admin group of every History Server", ended, "carol", []string{"all-hs-admins"}, allow},
+		{"ended, admin group of one History Server", ended, "carol", []string{"hs-admins"}, notYet},
+		{"live, History Server admin group", live, "carol", []string{"all-hs-admins"}, deny},
+		{"ended, in the app's view group", ended, "alice", []string{"analysts"}, allow},
+		{"ended, owner", ended, "dave", nil, allow},
+		{"ended, nobody", ended, "eve", []string{"other"}, deny},
+		{"ended without an event log, History Server admin group", noLog, "carol", []string{"all-hs-admins"}, deny},
+		{"ended without an event log, in the app's view group", noLog, "alice", []string{"analysts"}, allow},
 	} {
 		v := z.Authorize(proxy.Identity{User: tc.user, Groups: tc.groups}, tc.app, nil, proxy.View)
-		if v.Allow != tc.allow || v.Pending {
-			t.Errorf("%s: Authorize(%s) = %+v; want allow=%t", tc.name, tc.user, v, tc.allow)
+		if v.Allow != (tc.want == allow) || v.Pending != (tc.want == notYet) {
+			t.Errorf("%s: Authorize(%s) = %+v; want %s", tc.name, tc.user, v, [...]string{"denied", "allowed", "not yet"}[tc.want])
 		}
-		if !v.Allow && len(v.Reasons) == 0 {
+		if tc.want == deny && len(v.Reasons) == 0 {
 			t.Errorf("%s: a denial without reasons", tc.name)
 		}
 	}
 	// Without History Servers an ended app keeps its live rules.
 	noHS := newAuthorizer(policy.Config{CacheSize: 16, CacheTTL: time.Minute}, nil)
-	if v := noHS.Authorize(proxy.Identity{User: "carol", Groups: []string{"hs-admins"}}, ended, nil, proxy.View); v.Allow {
+	if v := noHS.Authorize(proxy.Identity{User: "carol", Groups: []string{"all-hs-admins"}}, ended, nil, proxy.View); v.Allow {
 		t.Errorf("no History Server: carol on an ended app = %+v; want the live rules' denial", v)
+	}
+}
+
+// TestEndedAppNotListedByAnOpenServersRules, through the gateway: dave's
+// app ran with ACLs on, only dave may view it, and its event log goes to
+// the directory History Server "private" (ACLs on) reads. The gateway also
+// knows "public" (ACLs off, Spark's default), which never lists it. Once
+// the driver has ended and before "private" lists the app (its scan
+// interval, a slow scan, the server down, or never), Spark shows it to no
+// one but dave: the merged list and the index do not show it, its name and
+// owner, to eve, whom only "public" would let in; dave sees it.
+func TestEndedAppNotListedByAnOpenServersRules(t *testing.T) {
+	z := newAuthorizer(policy.Config{CacheSize: 16, CacheTTL: time.Minute}, map[string]policy.HistoryRules{
+		"private": {Name: "private", Enabled: true},
+		"public":  {Name: "public", Enabled: false},
+	})
+	props := map[string]string{"spark.acls.enable": "true", "spark.eventLog.enabled": "true"}
+	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	const appID = "app-20240101000000-0042"
+	reg := discovery.NewRegistry()
+	reg.Store(discovery.NewSnapshot([]*discovery.App{{ID: appID, Name: "payroll-secret", User: "dave",
+		StartTime: start, EndTime: start.Add(time.Hour), State: discovery.Ended,
+		Source: "probe:10.0.0.5:4040", ACLProps: props}}))
+	hu, _ := url.Parse("http://127.0.0.1:1")
+	p, err := proxy.New(proxy.Options{Config: proxy.DefaultConfig(), Registry: reg, Authn: headerAuthn{}, Authz: z,
+		HistoryServers: map[string]*url.URL{"private": hu, "public": hu}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		user string
+		want bool
+	}{{"eve", false}, {"dave", true}} {
+		for _, path := range []string{"/api/v1/applications", "/?format=json"} {
+			req := httptest.NewRequest(http.MethodGet, path, nil)
+			req.Header.Set("X-Test-User", tc.user)
+			rec := httptest.NewRecorder()
+			p.ServeHTTP(rec, req)
+			if rec.Code != http.StatusOK {
+				t.Fatalf("%s %s: %d %s", tc.user, path, rec.Code, rec.Body)
+			}
+			if got := strings.Contains(rec.Body.String(), appID); got != tc.want {
+				t.Errorf("%s %s: dave's ended app listed = %t; want %t:\n%s", tc.user, path, got, tc.want, rec.Body)
+			}
+		}
 	}
 }
 
