@@ -80,7 +80,7 @@ func (s *Server) serveKillConfirm(w http.ResponseWriter, r *http.Request, st *re
 		return s.pages.render(w, http.StatusOK, "killconfirm", killPage{
 			pageBase: pageBase{Title: "Kill " + kind + " " + id + "?", User: st.ident.User, Groups: st.ident.Groups, RequestID: st.requestID},
 			Kind:     kind, ID: id, AppID: app.ID, AppName: app.Name,
-			Token:  s.csrfToken(st.ident.User, path, id, cookie, s.now()),
+			Token:  s.csrfToken(st.ident.User, path, id, driverRun(app), cookie, s.now()),
 			Cancel: back,
 		})
 	}
@@ -89,9 +89,9 @@ func (s *Server) serveKillConfirm(w http.ResponseWriter, r *http.Request, st *re
 		return errorf(http.StatusBadRequest, "malformed form")
 	}
 	c, err := r.Cookie(csrfCookie)
-	if err != nil || !s.csrfValid(r.PostForm.Get("csrf"), st.ident.User, path, id, c.Value) || !sameOrigin(r) {
+	if err != nil || !s.csrfValid(r.PostForm.Get("csrf"), st.ident.User, path, id, driverRun(app), c.Value) || !sameOrigin(r) {
 		return &httpError{Status: http.StatusForbidden, Title: "Confirmation expired", AppID: app.ID,
-			Msg: "the confirmation is missing, expired or from another page; open the kill link again"}
+			Msg: "the confirmation is missing, expired, from another page or for a driver of the app that has since been replaced; open the kill link again"}
 	}
 	if err := s.sendKill(r.Context(), app, rt.Path, id); err != nil {
 		if s.suspect != nil {
@@ -195,22 +195,32 @@ func (s *Server) driverKillToken(ctx context.Context, app *discovery.App, killPa
 }
 
 // csrfToken is "<unix seconds>.<mac>", the MAC binding user, path, id,
-// time and the double-submit cookie.
-func (s *Server) csrfToken(user, path, id, cookie string, t time.Time) string {
+// the driver's run (driverRun), time and the double-submit cookie.
+func (s *Server) csrfToken(user, path, id, run, cookie string, t time.Time) string {
 	ts := strconv.FormatInt(t.Unix(), 10)
-	return ts + "." + s.csrfMAC(user, path, id, cookie, ts)
+	return ts + "." + s.csrfMAC(user, path, id, run, cookie, ts)
 }
 
-func (s *Server) csrfMAC(user, path, id, cookie, ts string) string {
+// driverRun names the run of an app's driver the confirmation was shown
+// for: its attempt and start time. Job and stage ids start again at 0 in a
+// new attempt (a YARN AM retry) or a restarted driver under the same app
+// id (a driver pod), so "kill job 7" confirmed for one run must not kill
+// another run's job 7. Both come from the driver's REST API, the same on
+// every replica; its address may not be.
+func driverRun(app *discovery.App) string {
+	return app.AttemptID + "@" + strconv.FormatInt(app.StartTime.UnixMilli(), 10)
+}
+
+func (s *Server) csrfMAC(user, path, id, run, cookie, ts string) string {
 	m := hmac.New(sha256.New, s.csrfKey)
-	for _, p := range []string{"kill-confirm", user, path, id, cookie, ts} {
+	for _, p := range []string{"kill-confirm", user, path, id, run, cookie, ts} {
 		m.Write([]byte(p))
 		m.Write([]byte{0})
 	}
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-func (s *Server) csrfValid(token, user, path, id, cookie string) bool {
+func (s *Server) csrfValid(token, user, path, id, run, cookie string) bool {
 	ts, mac, ok := strings.Cut(token, ".")
 	if !ok || cookie == "" {
 		return false
@@ -223,7 +233,7 @@ func (s *Server) csrfValid(token, user, path, id, cookie string) bool {
 	if age < -time.Minute || age > csrfMaxAge {
 		return false
 	}
-	return hmac.Equal([]byte(mac), []byte(s.csrfMAC(user, path, id, cookie, ts)))
+	return hmac.Equal([]byte(mac), []byte(s.csrfMAC(user, path, id, run, cookie, ts)))
 }
 
 // sameOrigin refuses a POST whose Origin names another host; browsers

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -312,4 +313,81 @@ func fetchMeta(mode, dest, site, user string) http.Header {
 		h.Set("Sec-Fetch-User", user)
 	}
 	return h
+}
+
+// TestKillConfirmBoundToDriverRun: alice is shown "Kill job 7?" for the
+// driver of appLive. Before she clicks, the app's driver is replaced: a new
+// attempt on another address (a YARN AM retry), or the same attempt id
+// started again (a driver pod restarted under the same spark.app.id). Job
+// ids start again at 0 in the new run, so its job 7 is another job: the
+// confirmation is refused and the new driver gets no kill. The run it was
+// shown for still takes it.
+func TestKillConfirmBoundToDriverRun(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.Config.Kill = KillModifyACL })
+	target := "/app/" + appLive + "/jobs/job/kill/?id=7"
+	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	runOn := func(attempt string, started time.Time, drv *backend) {
+		h.reg.Store(discovery.NewSnapshot([]*discovery.App{{ID: appLive, Name: "etl", User: "alice", AttemptID: attempt,
+			SparkVersion: "3.5.9", StartTime: started, State: discovery.Running, UIURL: drv.url(), Source: "yarn"}}))
+	}
+	confirm := func() (string, *http.Cookie) {
+		t.Helper()
+		resp, body := h.do(t, "GET", target, "alice", fetchMeta("navigate", "document", "same-origin", "?1"))
+		m := csrfInput.FindStringSubmatch(body)
+		for _, c := range resp.Cookies() {
+			if c.Name == csrfCookie && m != nil {
+				return m[1], &http.Cookie{Name: c.Name, Value: c.Value}
+			}
+		}
+		t.Fatalf("confirmation page = %d; want one with a token and a cookie:\n%s", resp.StatusCode, body)
+		return "", nil
+	}
+	post := func(token string, c *http.Cookie) int {
+		t.Helper()
+		req, _ := http.NewRequest("POST", h.gw.URL+target, strings.NewReader(url.Values{"csrf": {token}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		for k, v := range fetchMeta("navigate", "document", "same-origin", "?1") {
+			req.Header[k] = v
+		}
+		req.AddCookie(&http.Cookie{Name: sessionName, Value: "alice"})
+		req.AddCookie(c)
+		resp, err := h.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	kills := func(b *backend) int {
+		n := 0
+		for _, r := range b.requests() {
+			if strings.Contains(r.Path, "/kill") {
+				n++
+			}
+		}
+		return n
+	}
+	for _, tc := range []struct {
+		name    string
+		attempt string
+		started time.Time
+	}{
+		{"a new attempt", "2", start.Add(5 * time.Minute)},
+		{"the same attempt started again", "1", start.Add(5 * time.Minute)},
+	} {
+		first := newBackend(t)
+		runOn("1", start, first)
+		token, cookie := confirm()
+		next := newBackend(t)
+		runOn(tc.attempt, tc.started, next)
+		if code := post(token, cookie); code != http.StatusForbidden || kills(next) != 0 {
+			t.Errorf("%s: a confirmation shown for the run before = %d, %d kills sent to the new run; want 403 and none", tc.name, code, kills(next))
+		}
+		// The run it was shown for, now at another address (same
+		// attempt and start): the confirmation holds.
+		runOn("1", start, next)
+		if code := post(token, cookie); code != http.StatusSeeOther || kills(next) != 1 {
+			t.Errorf("%s: the confirmation on its own run = %d, %d kills sent; want 303 and one", tc.name, code, kills(next))
+		}
+	}
 }
