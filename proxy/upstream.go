@@ -214,8 +214,10 @@ func (u *upstreams) newReverseProxy(t *upstreamTarget, driver bool) *httputil.Re
 			filterRequestHeaders(pr.Out.Header)
 			// Only GET and HEAD get here (the guard refuses the rest), and
 			// Spark reads no body of theirs: none is sent, so nothing the
-			// client put there reaches a filter in front of Spark.
-			pr.Out.Body = http.NoBody
+			// client put there reaches a filter in front of Spark. (nil, not
+			// http.NoBody: the transport copies even an empty body through
+			// a LimitReader.)
+			pr.Out.Body = nil
 			pr.Out.ContentLength = 0
 			pr.Out.TransferEncoding = nil
 			if st.xfc != "" {

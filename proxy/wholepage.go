@@ -94,7 +94,9 @@ func readWholePage(resp *http.Response, held int64) error {
 
 // setPage makes buf, a whole page, resp's body, with its length.
 func setPage(resp *http.Response, buf *bytes.Buffer, held int64) {
-	resp.Body = &pageBody{Reader: bytes.NewReader(buf.Bytes()), buf: buf, held: held}
+	pb := &pageBody{buf: buf, held: held}
+	pb.Reset(buf.Bytes())
+	resp.Body = pb
 	resp.ContentLength = int64(buf.Len())
 	resp.Header.Set("Content-Length", strconv.Itoa(buf.Len()))
 }
@@ -255,7 +257,7 @@ func (a *aheadBody) Close() error {
 
 // pageBody is a whole stripped page; Close returns its buffer to pagePool.
 type pageBody struct {
-	*bytes.Reader
+	bytes.Reader
 	buf  *bytes.Buffer
 	held int64 // of pageBudget, given back at Close
 }

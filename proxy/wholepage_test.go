@@ -195,7 +195,8 @@ func TestWholePageCutShort(t *testing.T) {
 func TestPageBodyReleasesOnce(t *testing.T) {
 	buf := new(bytes.Buffer)
 	buf.WriteString("<p>x</p>")
-	p := &pageBody{Reader: bytes.NewReader(buf.Bytes()), buf: buf}
+	p := &pageBody{buf: buf}
+	p.Reset(buf.Bytes())
 	if err := p.Close(); err != nil || p.buf != nil {
 		t.Fatalf("Close: %v, buf kept %v", err, p.buf != nil)
 	}
