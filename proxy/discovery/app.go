@@ -43,8 +43,10 @@ type HistoryRef struct {
 	// from the event log: the owner for history ACL purposes, whatever a
 	// live driver claims.
 	User string
-	// ACLProps are the ACL properties from the app's event log (the first
-	// environment update), as the History Server would apply them.
+	// ACLProps are the ACL properties of the app's event log as the
+	// History Server's REST API gives them: its last environment update.
+	// The History Server itself applies the first (README, Known
+	// limitations); they differ only if the app changed them as it ran.
 	ACLProps map[string]string
 	// Older holds the attempts after the newest (Attempts[1:], in that
 	// order), each with the owner and ACLs of its own event log: Spark
