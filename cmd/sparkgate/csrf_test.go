@@ -62,6 +62,9 @@ type csrfGateway struct {
 	authn *auth.Authenticator
 }
 
+// csrfAppStart is the start time of the app every csrfGateway serves.
+var csrfAppStart = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+
 func newCSRFGateway(t *testing.T, cfg Config, drv *killDriver) *csrfGateway {
 	t.Helper()
 	g := &csrfGateway{}
@@ -78,8 +81,10 @@ func newCSRFGateway(t *testing.T, cfg Config, drv *killDriver) *csrfGateway {
 	}
 	reg := discovery.NewRegistry()
 	u, _ := url.Parse(drv.URL)
+	// Every replica reads the same start time from the driver's REST API:
+	// the kill confirmation is bound to it.
 	reg.Store(discovery.NewSnapshot([]*discovery.App{{ID: csrfAppID, Name: "etl", User: "alice", State: discovery.Running,
-		UIURL: u, Source: "static", StartTime: time.Now(), ACLProps: map[string]string{"spark.acls.enable": "true"}}}))
+		UIURL: u, Source: "static", StartTime: csrfAppStart, ACLProps: map[string]string{"spark.acls.enable": "true"}}}))
 	p, err := proxy.New(proxy.Options{Config: cfg.Proxy, Registry: reg, Authn: authnAdapter{authn},
 		Authz: newAuthorizer(cfg.Policy, nil), CSRFKey: key, Ready: func() bool { return true }})
 	if err != nil {
