@@ -51,7 +51,7 @@ func NewMetrics(r prometheus.Registerer, apps *discovery.Registry) (*Metrics, er
 		}, []string{"reason"}),
 		upstreamErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sparkgate_upstream_errors_total",
-			Help: "Requests to drivers and History Servers that failed, by kind: refused, closed, timeout, busy (every slot of the upstream taken), redirect_away, encoded_html, other.",
+			Help: "Requests to drivers and History Servers that failed, by kind: refused, closed, timeout, busy (every slot of the upstream taken), redirect_away, encoded_html, not_confirmed (a new connection to a driver whose address was not confirmed to serve its app), other.",
 		}, []string{"kind"}),
 	}
 	for _, c := range []prometheus.Collector{m.requests, m.duration, m.decisions, m.killRefused, m.upstreamErrors, appsCollector{apps}} {

@@ -48,6 +48,10 @@ type Options struct {
 	// Suspect, if set, is told that a live app's driver did not answer, so
 	// that discovery re-checks it now rather than at its next round.
 	Suspect func(appID string)
+	// Confirm, if set, is asked before a new connection to a live app's
+	// driver is used whether the address still serves that app (see
+	// confirm.go); an error refuses the request.
+	Confirm func(ctx context.Context, appID string) error
 	// WantACLs, if set, is told that a request waits for an app's ACLs
 	// (Verdict.Pending), so that discovery reads them before any other.
 	WantACLs func(appID string)
@@ -112,6 +116,7 @@ type Server struct {
 	hsNames   []string
 	ready     func() bool
 	suspect   func(string)
+	confirm   *confirmer // nil: new connections are not confirmed
 	isAdmin   func(Identity) bool
 	wantACLs  func(string)
 	sources   []string
@@ -205,6 +210,9 @@ func New(o Options) (*Server, error) {
 
 		publicURLOpt: o.PublicURL,
 	}
+	if o.Confirm != nil {
+		s.confirm = newConfirmer(o.Confirm, func() time.Time { return s.now() })
+	}
 	for name, u := range o.HistoryServers {
 		if !ValidServerName(name) {
 			return nil, fmt.Errorf("proxy: history server name %q: must match ^[a-z0-9][a-z0-9-]{0,30}$", name)
@@ -231,7 +239,19 @@ func New(o Options) (*Server, error) {
 		if pinned, ok := s.reg.Load().Pin(addr); ok {
 			addr = pinned
 		}
-		return dial(ctx, network, addr)
+		c, err := dial(ctx, network, addr)
+		if err != nil || s.confirm == nil {
+			return c, err
+		}
+		// The dial's context carries the request's values: a live
+		// driver's request names its app (suspectID).
+		if st := stateFrom(ctx); st != nil && st.suspectID != "" {
+			if err := s.confirm.check(ctx, st.suspectID); err != nil {
+				_ = c.Close() // never used
+				return nil, err
+			}
+		}
+		return c, nil
 	}
 	s.upstreams = newUpstreams(s, tr)
 	dcfg := o.Diagnosis

@@ -620,6 +620,16 @@ func (s *Server) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 			he.Msg = fmt.Sprintf("%s sent the browser to a server outside the gateway; this page reloads itself", st.upstream.label)
 		}
 		he.RetryAfter = 5
+	case upstreamNotConfirmed:
+		// Usually the app has just finished and another took its port:
+		// discovery has been asked to check (Confirm), and the reload
+		// finds the app ended, or confirmed.
+		he.Status = http.StatusServiceUnavailable
+		he.Title = "Application may have finished"
+		he.Msg = fmt.Sprintf("%s of %s could not be confirmed to still serve the app (another application may have taken its port); this page reloads itself", st.upstream.label, appLabel(st))
+		he.RetryAfter = 5
+		s.writeError(w, r, st, he)
+		return
 	case upstreamEncodedHTML:
 		he.Title = "Unsafe upstream answer"
 		he.Msg = fmt.Sprintf("%s sent a page sparkgate cannot check for kill controls", st.upstream.label)
@@ -657,6 +667,7 @@ func (s *Server) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 const (
 	upstreamRedirectAway = "redirect_away"
 	upstreamEncodedHTML  = "encoded_html"
+	upstreamNotConfirmed = "not_confirmed" // another app may answer at the address (confirm.go)
 	upstreamRefused      = "refused"
 	upstreamClosed       = "closed" // the connection ended before an answer
 	upstreamTimeout      = "timeout"
@@ -671,6 +682,8 @@ func upstreamErrorKind(err error) string {
 		return upstreamRedirectAway
 	case errors.Is(err, errEncodedHTML):
 		return upstreamEncodedHTML
+	case errors.Is(err, errNotConfirmed):
+		return upstreamNotConfirmed
 	case errors.Is(err, errUpstreamBusy):
 		return upstreamBusy
 	case errors.Is(err, syscall.ECONNREFUSED):

@@ -77,6 +77,7 @@ func run(ctx context.Context, cfg Config) error {
 		HistoryServers: historyURLs,
 		Ready:          disc.Ready,
 		Suspect:        disc.Suspect,
+		Confirm:        disc.Confirm,
 		ClaimOnce:      authn.ClaimOnce,
 		WantACLs:       disc.WantACLs,
 		IsAdmin:        isAdmin(cfg.Policy, cfg.Auth.Mode == auth.ModeLocal),

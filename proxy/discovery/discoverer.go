@@ -3,6 +3,7 @@ package discovery
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/url"
 	"slices"
@@ -238,6 +239,41 @@ func (d *Discoverer) Suspect(appID string) {
 	case d.suspect <- appID:
 	default: // a queue this full means checks are already on the way
 	}
+}
+
+// ErrReplaced says that a live app's address no longer serves the app:
+// another app, or no Spark driver, answers there (see Confirm).
+var ErrReplaced = errors.New("the driver's address no longer serves the app")
+
+// Confirm asks the driver of live app id, now, whether its address still
+// serves that app, as the liveness check does in turn: the gateway asks
+// it before it uses a new connection to the address. A driver that exits
+// gives up its port, and the next Spark app on the host takes it (4040,
+// the first free port, is every app's default); until the liveness check
+// or a source noticed, a new connection there reached the newcomer, whose
+// pages were served under the old app's id and judged by its lists. nil
+// when the app's id and owner answer (or the app is not live: nothing to
+// confirm); otherwise the app is checked again in turn (Suspect), which
+// ends it when another app answers, and the error, ErrReplaced or the
+// reason the driver could not be asked, says why. A process that lies
+// about its id and owner passes, as it passes every check (README).
+func (d *Discoverer) Confirm(ctx context.Context, id string) error {
+	a, ok := d.reg.Lookup(id)
+	if !ok || !a.Live() || a.UIURL == nil {
+		return nil
+	}
+	got, err := d.c.driverApp(ctx, a.UIURL)
+	if err == nil && got.ID == id && attemptUser(got) == a.User {
+		return nil
+	}
+	d.Suspect(id)
+	switch {
+	case errors.Is(err, errNotDriver):
+		return fmt.Errorf("%w: %w", ErrReplaced, err)
+	case err != nil:
+		return fmt.Errorf("confirming %s at %s: %w", id, a.UIURL.Redacted(), err)
+	}
+	return fmt.Errorf("%w: %s answers as %s of %s", ErrReplaced, a.UIURL.Redacted(), got.ID, attemptUser(got))
 }
 
 // Run runs every source until ctx is done. It returns nil on cancellation.

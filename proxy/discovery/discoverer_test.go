@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -89,6 +90,29 @@ func TestDiscovererStaticLivenessAndPortReuse(t *testing.T) {
 	if a.UIURL == nil || a.EndTime.IsZero() {
 		t.Errorf("ended app = %+v; want UIURL kept and EndTime set", a)
 	}
+}
+
+// TestConfirmEndsReplacedApp: Confirm asks the driver at once, out of the
+// liveness checks' turn (an hour here): the app's own id and owner pass;
+// another app at its address is ErrReplaced and ends the app, before any
+// round would have.
+func TestConfirmEndsReplacedApp(t *testing.T) {
+	t.Parallel()
+	drv := newFakeDriver(t, "local-1")
+	d, reg := startDiscoverer(t, Config{Static: []string{drv.srv.URL}, Interval: time.Duration(time.Hour)})
+	waitFor(t, reg, "local-1 live", live("local-1"))
+	ctx := context.Background()
+	if err := d.Confirm(ctx, "local-1"); err != nil {
+		t.Errorf("Confirm(local-1) at its own driver = %v; want nil", err)
+	}
+	if err := d.Confirm(ctx, "local-404"); err != nil {
+		t.Errorf("Confirm of an app not known = %v; want nil (nothing to confirm)", err)
+	}
+	drv.setID("local-2")
+	if err := d.Confirm(ctx, "local-1"); !errors.Is(err, ErrReplaced) {
+		t.Errorf("Confirm(local-1) with local-2 at its address = %v; want ErrReplaced", err)
+	}
+	waitFor(t, reg, "local-1 ended", ended("local-1"))
 }
 
 func TestDiscovererLogLineTriggersVerification(t *testing.T) {
