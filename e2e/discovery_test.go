@@ -34,6 +34,88 @@ func TestDiscovery(t *testing.T) {
 	home := homes[0] // the oldest: 3.5.9 unless narrowed
 	t.Run("standalone/"+home.Version, func(t *testing.T) { s.checkStandalone(t, home) })
 	t.Run("probe+noconfig/"+home.Version, func(t *testing.T) { s.checkProbeAndNoConfig(t, home) })
+	t.Run("port-taken-over/"+home.Version, func(t *testing.T) { s.checkPortTakenOver(t, home) })
+}
+
+// checkPortTakenOver: driver A on port P, found through a static entry by
+// a gateway whose discovery rounds (and so liveness checks) are an hour
+// apart. A stops, and driver B, another app, takes P, as the next app on a
+// host takes 4040. A's bookmark must never show B's pages: the gateway
+// confirms the address before it uses a new connection to it, B answers
+// with its own id, the request gets a page that reloads itself, and A ends
+// (its bookmark then finds no running driver).
+func (s *suite) checkPortTakenOver(t *testing.T, home SparkHome) {
+	ctx := ctxFor(t, 4*time.Minute)
+	dir := s.freshDir(t, "discovery-takeover-"+home.Version)
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := &uniqueIDs{taken: map[string]bool{}}
+	start := func(name string) *Driver {
+		t.Helper()
+		d, err := startUniqueDriver(ctx, ids, func() (*Driver, error) {
+			return StartSmallDriver(ctx, s.root, home, SmallOptions{
+				Name: name, LogPath: filepath.Join(dir, name+".log"), WorkDir: filepath.Join(dir, name),
+				Confs: map[string]string{"spark.ui.port": strconv.Itoa(port), "spark.port.maxRetries": "0"},
+			})
+		})
+		if err != nil {
+			t.Fatalf("driver %s on port %d: %v", name, port, err)
+		}
+		t.Cleanup(d.Kill)
+		return d
+	}
+	a := start("takeover-a")
+	gw, c := s.localGateway(ctx, t, filepath.Join(dir, "gateway"), GatewayOptions{Discovery: map[string]any{
+		"interval": "1h",
+		"static":   []string{fmt.Sprintf("http://127.0.0.1:%d", port)},
+	}})
+	if _, _, err := gw.WaitListed(ctx, c, func(id string) bool { return id == a.AppID }); err != nil {
+		t.Fatalf("%v\n%s", err, gw.Watch.Tail(30))
+	}
+	page := gw.URL + "/app/" + a.AppID + "/jobs/"
+	if body, err := getBody(ctx, c, page); err != nil || !strings.Contains(body, "takeover-a") {
+		t.Fatalf("A's jobs page through the gateway: %v\n%.500s", err, body)
+	}
+	// No request to A's bookmark from here until B holds the port: a
+	// refused one would have discovery check A at once, and the test would
+	// not reach the new connection to B.
+	if err := a.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b := start("takeover-b")
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, page, nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(body), b.AppID) || strings.Contains(string(body), "takeover-b") {
+			t.Fatalf("A's bookmark served B's page (%d):\n%.1000s", resp.StatusCode, body)
+		}
+		if resp.StatusCode == http.StatusOK {
+			t.Fatalf("A's bookmark = 200 with A stopped and B on its port:\n%.1000s", body)
+		}
+		t.Logf("A's bookmark with B on its port: %d %s", resp.StatusCode, resp.Header.Get("Retry-After"))
+		apps, err := gw.Apps(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ended := false
+		for _, app := range apps {
+			ended = ended || app.ID == a.AppID && len(app.Attempts) > 0 && app.Attempts[0].Completed
+		}
+		if ended {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("A never ended after B took its port\n%s", gw.Watch.Tail(30))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // timeRoutable measures, for a driver with spark.ui.port=0 found through
