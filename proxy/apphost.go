@@ -176,7 +176,8 @@ func (s *Server) openClaims(purpose, v, app string) (appClaims, bool) {
 	return c, true
 }
 
-// handoffNonces remembers used hand-off nonces until their token expires.
+// handoffNonces remembers used one-time nonces (hand-off tokens, kill
+// confirmations) until their token expires.
 type handoffNonces struct {
 	mu   sync.Mutex
 	used map[string]int64 // nonce -> expiry (unix seconds)

@@ -93,6 +93,10 @@ func (s *Server) serveKillConfirm(w http.ResponseWriter, r *http.Request, st *re
 		return &httpError{Status: http.StatusForbidden, Title: "Confirmation expired", AppID: app.ID,
 			Msg: "the confirmation is missing, expired, from another page or for a driver of the app that has since been replaced; open the kill link again"}
 	}
+	if !s.killOnce(r.Context(), c.Value) {
+		return &httpError{Status: http.StatusForbidden, Title: "Confirmation used", AppID: app.ID,
+			Msg: "this confirmation has been used already; open the kill link again"}
+	}
 	if err := s.sendKill(r.Context(), app, rt.Path, id); err != nil {
 		if s.suspect != nil {
 			s.suspect(app.ID)
@@ -106,6 +110,21 @@ func (s *Server) serveKillConfirm(w http.ResponseWriter, r *http.Request, st *re
 	w.Header().Set("Location", back)
 	w.WriteHeader(http.StatusSeeOther)
 	return nil
+}
+
+// killOnce reports whether the confirmation whose double-submit cookie is
+// nonce has not been used before, and marks it used: a form posted again
+// (its cookie and token copied, a browser resending it) kills nothing more,
+// on this replica and on every one that shares a session store
+// (Options.ClaimOnce). A confirmation whose kill the driver did not take
+// is used too: the user opens the kill link again.
+func (s *Server) killOnce(ctx context.Context, nonce string) bool {
+	now := s.now()
+	if !s.nonces.use("kill:"+nonce, now.Add(csrfMaxAge).Unix(), now.Unix()) {
+		return false
+	}
+	// Kept as long as a token can be valid, and a second more: clocks differ.
+	return s.claimOnce == nil || s.claimOnce(ctx, "kill-confirm:"+nonce, csrfMaxAge+time.Second)
 }
 
 // csrfCookie builds the kill confirmation's double-submit cookie under

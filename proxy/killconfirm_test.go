@@ -391,3 +391,71 @@ func TestKillConfirmBoundToDriverRun(t *testing.T) {
 		}
 	}
 }
+
+// TestKillConfirmOnce: a confirmation kills once. Posted again with the
+// same cookie and token (a copied form, a browser resending it), it is
+// refused on the replica that took it and, through the shared store
+// (Options.ClaimOnce), on another.
+func TestKillConfirmOnce(t *testing.T) {
+	var mu sync.Mutex
+	claimed := map[string]bool{}
+	shared := func(o *Options) {
+		o.Config.Kill = KillModifyACL
+		o.CSRFKey = []byte("0123456789abcdef0123456789abcdef")
+		o.ClaimOnce = func(_ context.Context, k string, _ time.Duration) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			first := !claimed[k]
+			claimed[k] = true
+			return first
+		}
+	}
+	a, b := newHarness(t, shared), newHarness(t, shared)
+	b.reg.Store(a.reg.Load()) // one driver behind both replicas
+	target := "/app/" + appLive + "/jobs/job/kill/?id=7"
+	click := fetchMeta("navigate", "document", "same-origin", "?1")
+	resp, body := a.do(t, "GET", target, "alice", click)
+	m := csrfInput.FindStringSubmatch(body)
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == csrfCookie {
+			cookie = &http.Cookie{Name: c.Name, Value: c.Value}
+		}
+	}
+	if m == nil || cookie == nil {
+		t.Fatalf("confirmation page = %d; want a token and a cookie", resp.StatusCode)
+	}
+	post := func(h *harness) int {
+		t.Helper()
+		req, _ := http.NewRequest("POST", h.gw.URL+target, strings.NewReader(url.Values{"csrf": {m[1]}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		for k, v := range click {
+			req.Header[k] = v
+		}
+		req.AddCookie(&http.Cookie{Name: sessionName, Value: "alice"})
+		req.AddCookie(cookie)
+		resp, err := h.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for i, tc := range []struct {
+		h    *harness
+		want int
+	}{{a, http.StatusSeeOther}, {a, http.StatusForbidden}, {b, http.StatusForbidden}} {
+		if code := post(tc.h); code != tc.want {
+			t.Errorf("post %d = %d; want %d", i+1, code, tc.want)
+		}
+	}
+	kills := 0
+	for _, r := range a.drv.requests() {
+		if strings.Contains(r.Path, "/kill") {
+			kills++
+		}
+	}
+	if kills != 1 {
+		t.Errorf("one confirmation posted three times sent %d kills; want 1", kills)
+	}
+}
