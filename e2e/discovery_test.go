@@ -67,6 +67,9 @@ func (s *suite) checkPortTakenOver(t *testing.T, home SparkHome) {
 		return d
 	}
 	a := start("takeover-a")
+	if err := mkdir(filepath.Join(dir, "gateway")); err != nil {
+		t.Fatal(err)
+	}
 	gw, c := s.localGateway(ctx, t, filepath.Join(dir, "gateway"), GatewayOptions{Discovery: map[string]any{
 		"interval": "1h",
 		"static":   []string{fmt.Sprintf("http://127.0.0.1:%d", port)},
