@@ -330,43 +330,6 @@ func TestKillConfirmBoundToDriverRun(t *testing.T) {
 		h.reg.Store(discovery.NewSnapshot([]*discovery.App{{ID: appLive, Name: "etl", User: "alice", AttemptID: attempt,
 			SparkVersion: "3.5.9", StartTime: started, State: discovery.Running, UIURL: drv.url(), Source: "yarn"}}))
 	}
-	confirm := func() (string, *http.Cookie) {
-		t.Helper()
-		resp, body := h.do(t, "GET", target, "alice", fetchMeta("navigate", "document", "same-origin", "?1"))
-		m := csrfInput.FindStringSubmatch(body)
-		for _, c := range resp.Cookies() {
-			if c.Name == csrfCookie && m != nil {
-				return m[1], &http.Cookie{Name: c.Name, Value: c.Value}
-			}
-		}
-		t.Fatalf("confirmation page = %d; want one with a token and a cookie:\n%s", resp.StatusCode, body)
-		return "", nil
-	}
-	post := func(token string, c *http.Cookie) int {
-		t.Helper()
-		req, _ := http.NewRequest("POST", h.gw.URL+target, strings.NewReader(url.Values{"csrf": {token}}.Encode()))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		for k, v := range fetchMeta("navigate", "document", "same-origin", "?1") {
-			req.Header[k] = v
-		}
-		req.AddCookie(&http.Cookie{Name: sessionName, Value: "alice"})
-		req.AddCookie(c)
-		resp, err := h.client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
-	kills := func(b *backend) int {
-		n := 0
-		for _, r := range b.requests() {
-			if strings.Contains(r.Path, "/kill") {
-				n++
-			}
-		}
-		return n
-	}
 	for _, tc := range []struct {
 		name    string
 		attempt string
@@ -377,17 +340,17 @@ func TestKillConfirmBoundToDriverRun(t *testing.T) {
 	} {
 		first := newBackend(t)
 		runOn("1", start, first)
-		token, cookie := confirm()
+		token, cookie := openConfirmation(t, h, target, "alice")
 		next := newBackend(t)
 		runOn(tc.attempt, tc.started, next)
-		if code := post(token, cookie); code != http.StatusForbidden || kills(next) != 0 {
-			t.Errorf("%s: a confirmation shown for the run before = %d, %d kills sent to the new run; want 403 and none", tc.name, code, kills(next))
+		if code := postConfirmation(t, h, target, "alice", token, cookie); code != http.StatusForbidden || killsAt(next) != 0 {
+			t.Errorf("%s: a confirmation shown for the run before = %d, %d kills sent to the new run; want 403 and none", tc.name, code, killsAt(next))
 		}
 		// The run it was shown for, now at another address (same
 		// attempt and start): the confirmation holds.
 		runOn("1", start, next)
-		if code := post(token, cookie); code != http.StatusSeeOther || kills(next) != 1 {
-			t.Errorf("%s: the confirmation on its own run = %d, %d kills sent; want 303 and one", tc.name, code, kills(next))
+		if code := postConfirmation(t, h, target, "alice", token, cookie); code != http.StatusSeeOther || killsAt(next) != 1 {
+			t.Errorf("%s: the confirmation on its own run = %d, %d kills sent; want 303 and one", tc.name, code, killsAt(next))
 		}
 	}
 }
@@ -413,49 +376,63 @@ func TestKillConfirmOnce(t *testing.T) {
 	a, b := newHarness(t, shared), newHarness(t, shared)
 	b.reg.Store(a.reg.Load()) // one driver behind both replicas
 	target := "/app/" + appLive + "/jobs/job/kill/?id=7"
-	click := fetchMeta("navigate", "document", "same-origin", "?1")
-	resp, body := a.do(t, "GET", target, "alice", click)
-	m := csrfInput.FindStringSubmatch(body)
-	var cookie *http.Cookie
-	for _, c := range resp.Cookies() {
-		if c.Name == csrfCookie {
-			cookie = &http.Cookie{Name: c.Name, Value: c.Value}
-		}
-	}
-	if m == nil || cookie == nil {
-		t.Fatalf("confirmation page = %d; want a token and a cookie", resp.StatusCode)
-	}
-	post := func(h *harness) int {
-		t.Helper()
-		req, _ := http.NewRequest("POST", h.gw.URL+target, strings.NewReader(url.Values{"csrf": {m[1]}}.Encode()))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		for k, v := range click {
-			req.Header[k] = v
-		}
-		req.AddCookie(&http.Cookie{Name: sessionName, Value: "alice"})
-		req.AddCookie(cookie)
-		resp, err := h.client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	token, cookie := openConfirmation(t, a, target, "alice")
 	for i, tc := range []struct {
 		h    *harness
 		want int
 	}{{a, http.StatusSeeOther}, {a, http.StatusForbidden}, {b, http.StatusForbidden}} {
-		if code := post(tc.h); code != tc.want {
+		if code := postConfirmation(t, tc.h, target, "alice", token, cookie); code != tc.want {
 			t.Errorf("post %d = %d; want %d", i+1, code, tc.want)
 		}
 	}
-	kills := 0
-	for _, r := range a.drv.requests() {
-		if strings.Contains(r.Path, "/kill") {
-			kills++
-		}
-	}
+	kills := killsAt(a.drv)
 	if kills != 1 {
 		t.Errorf("one confirmation posted three times sent %d kills; want 1", kills)
 	}
+}
+
+// openConfirmation opens the kill confirmation at target as user, by a
+// click, and returns its form's token and double-submit cookie.
+func openConfirmation(t *testing.T, h *harness, target, user string) (string, *http.Cookie) {
+	t.Helper()
+	resp, body := h.do(t, "GET", target, user, fetchMeta("navigate", "document", "same-origin", "?1"))
+	if m := csrfInput.FindStringSubmatch(body); m != nil {
+		for _, c := range resp.Cookies() {
+			if c.Name == csrfCookie {
+				return m[1], &http.Cookie{Name: c.Name, Value: c.Value}
+			}
+		}
+	}
+	t.Fatalf("confirmation page = %d; want one with a token and a cookie:\n%s", resp.StatusCode, body)
+	return "", nil
+}
+
+// postConfirmation submits a confirmation form to h as user, as the
+// browser does on the user's click, and returns the status.
+func postConfirmation(t *testing.T, h *harness, target, user, token string, cookie *http.Cookie) int {
+	t.Helper()
+	req, _ := http.NewRequest("POST", h.gw.URL+target, strings.NewReader(url.Values{"csrf": {token}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for k, v := range fetchMeta("navigate", "document", "same-origin", "?1") {
+		req.Header[k] = v
+	}
+	req.AddCookie(&http.Cookie{Name: sessionName, Value: user})
+	req.AddCookie(cookie)
+	resp, err := h.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// killsAt counts the kill requests b received.
+func killsAt(b *backend) int {
+	n := 0
+	for _, r := range b.requests() {
+		if strings.Contains(r.Path, "/kill") {
+			n++
+		}
+	}
+	return n
 }
