@@ -208,13 +208,23 @@ func (n *handoffNonces) use(nonce string, exp, now int64) bool {
 // authorized). Without a binder's hash (the browser's first request) it
 // sends the browser to the app's host for a binder; with one it mints the
 // one-time token, bound to it, for the signed-in user.
-func (s *Server) handOff(w http.ResponseWriter, r *http.Request, st *reqState, id, path string) {
+//
+// An app whose id has capital letters has no host of its own: a browser
+// asks for a host name in lower case, and appHostID reads it so, so the
+// host of "App-1" would be the host of another app, "app-1" (any user can
+// start an app of that id), and a hand-off there would take the user to
+// that app's driver.
+func (s *Server) handOff(w http.ResponseWriter, r *http.Request, st *reqState, id, path string) error {
+	if id != strings.ToLower(id) {
+		return errorf(http.StatusNotFound, "app %s has capital letters in its id, and host names ignore case: "+
+			"with proxy.app_domain set, the gateway serves only apps whose ids are in lower case (Spark's own ids are)", id)
+	}
 	if r.URL.RawQuery != "" {
 		path += "?" + r.URL.RawQuery
 	}
 	if st.handoffBind == "" {
 		handOffRedirect(w, s.appOrigin(id)+handoffPath+"?p="+url.QueryEscape(path))
-		return
+		return nil
 	}
 	nonce := make([]byte, 16)
 	_, _ = rand.Read(nonce)
@@ -224,6 +234,7 @@ func (s *Server) handOff(w http.ResponseWriter, r *http.Request, st *reqState, i
 		Bind: st.handoffBind, Again: st.handoffAgain,
 	})
 	handOffRedirect(w, s.appOrigin(id)+handoffPath+"?t="+url.QueryEscape(tok))
+	return nil
 }
 
 // handOffRedirect sends the browser on to the next step of a hand-off:

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sparkgate/sparkgate/proxy/discovery"
 )
 
 // appHostHarness is the usual harness with per-app origins under
@@ -453,3 +455,45 @@ func TestHandOffOnceAcrossReplicas(t *testing.T) {
 		}
 	}
 }
+
+// TestAppHostIDsInLowerCaseOnly: app ids are case-sensitive, host names
+// are not. The host of alice's "App-…" would be the host of "app-…",
+// mallory's app, which she opened to alice: the main origin must not hand
+// alice over there for her own app (a bookmark, the index's link), where
+// she would land, signed in, on mallory's driver under her app's name.
+// The lower-case twin is still served on its host.
+func TestAppHostIDsInLowerCaseOnly(t *testing.T) {
+	t.Parallel()
+	const victim, twin = "App-20240101000000-0009", "app-20240101000000-0009"
+	h := appHostHarness(t)
+	mal := newBackend(t)
+	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	apps := append([]*discovery.App(nil), h.reg.Load().Apps()...)
+	apps = append(apps,
+		&discovery.App{ID: victim, Name: "etl", User: "alice", StartTime: start, State: discovery.Running, UIURL: h.drv.url(), Source: "kubernetes:spark/etl"},
+		&discovery.App{ID: twin, Name: "etl", User: "mallory", StartTime: start, State: discovery.Running, UIURL: mal.url(), Source: "probe:127.0.0.1:4050",
+			ACLProps: map[string]string{"spark.ui.view.acls": "alice"}})
+	h.reg.Store(discovery.NewSnapshot(apps))
+	alice := &http.Cookie{Name: sessionName, Value: "alice"}
+
+	// Both steps of the main origin's hand-off refuse the id.
+	for _, p := range []string{
+		"/app/" + victim + "/jobs/",
+		"/proxy/" + victim + "/jobs/",
+		"/app/" + victim + handoffPath + "?b=" + bindHash("binder") + "&p=%2Fjobs%2F",
+	} {
+		resp := h.onHost(t, "gw.test:8080", p, alice)
+		if resp.StatusCode != http.StatusNotFound || resp.Header.Get("Location") != "" {
+			t.Errorf("main %s = %d, Location %q; want 404 and no hand-off (its host is %s's)", p, resp.StatusCode, resp.Header.Get("Location"), twin)
+		}
+	}
+	// The twin, in lower case, is handed over to its host as before.
+	_, _, resp := h.handOff(t, "gw.test:8080", twin+".apps.test:8080", "/app/"+twin+"/jobs/", alice)
+	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/jobs/" {
+		t.Errorf("hand-off of %s = %d, Location %q; want 302 to /jobs/", twin, resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if n := len(h.drv.requests()) + len(mal.requests()); n != 0 {
+		t.Errorf("the drivers got %d requests; want none", n)
+	}
+}
+

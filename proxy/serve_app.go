@@ -54,8 +54,7 @@ func (s *Server) serveApp(w http.ResponseWriter, r *http.Request, st *reqState) 
 		if rt.Kind == KindProxy {
 			path = rt.Prefix + rt.Path
 		}
-		s.handOff(w, r, st, app.ID, path)
-		return nil
+		return s.handOff(w, r, st, app.ID, path)
 	}
 	st.prefix = rt.Prefix
 	if app.ProxyBase == "" {
