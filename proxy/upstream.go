@@ -387,6 +387,11 @@ var errRedirectAway = errors.New("upstream redirected outside itself")
 // errUnaskedUpgrade is modifyResponse's error for a 101 answer.
 var errUnaskedUpgrade = errors.New("upstream switched protocols unasked")
 
+// restCSP is the policy of every REST answer an upstream gives under
+// /api/v1/applications/<id>/: shown, if a browser navigates to it, in a
+// sandbox of its own origin that runs no script and loads nothing.
+const restCSP = "sandbox; default-src 'none'; frame-ancestors 'none'"
+
 func isRedirect(status int) bool {
 	return status >= 300 && status < 400 && status != http.StatusNotModified
 }
@@ -406,6 +411,13 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 	// among them, nor change the origin as a whole. Spark's UI sends none
 	// of these headers.
 	dropOriginHeaders(h)
+	if st.route.Kind == KindAPIApp {
+		// The REST API is data, and stays on the main origin with per-app
+		// origins too: whatever a driver answers there (an HTML or SVG
+		// page; any user can start a driver) runs no script on it.
+		h.Set("Content-Security-Policy", restCSP)
+		h.Set("X-Content-Type-Options", "nosniff")
+	}
 	// Redirects and refreshes are judged as a browser reads them; one
 	// that would leave the gateway, for another server or a driver's own
 	// address, never reaches the browser.
