@@ -196,17 +196,8 @@ func newTransport() *http.Transport {
 	return t
 }
 
-// getJSON fetches base+p (p may end in ?query) and decodes JSON into v, reading at most limit bytes.
-func (c *client) getJSON(ctx context.Context, base *url.URL, p string, limit int64, v any) error {
-	body, u, err := c.getBody(ctx, base, p, limit)
-	if err != nil {
-		return err
-	}
-	return decodeJSON(u, body, v)
-}
-
-// getListJSON is getJSON for a cluster manager's or History Server's list
-// of apps: one larger than listBodyMax as sent is read again with its
+// getListJSON fetches and decodes a cluster manager's or History Server's
+// list of apps: one larger than listBodyMax as sent is read again with its
 // strings cut to listStringMax bytes (stringCapper), and then read up to
 // listBodyMax bytes.
 func (c *client) getListJSON(ctx context.Context, base *url.URL, p string, v any) error {
@@ -344,14 +335,48 @@ func (c *client) driverApp(ctx context.Context, ui *url.URL) (apiApp, error) {
 		return apiApp{}, err
 	}
 	defer done()
+	body, u, err := c.getBody(ctx, ui, "api/v1/applications", driverBodyMax)
+	if err != nil {
+		return apiApp{}, err
+	}
+	// Bytes are not what they decode to: each "{}" of a list becomes a
+	// whole apiApp or apiAttempt, a hundred times its size, and this list
+	// is read at every check of every driver. A driver's list holds one
+	// app of a few attempts.
+	if n := jsonContainers(body); n > driverContainersMax {
+		return apiApp{}, fmt.Errorf("%s: %d objects and arrays, more than a driver's one app has: %w", u.Redacted(), n, errNotDriver)
+	}
 	var apps []apiApp
-	if err := c.getJSON(ctx, ui, "api/v1/applications", driverBodyMax, &apps); err != nil {
+	if err := decodeJSON(u, body, &apps); err != nil {
 		return apiApp{}, err
 	}
 	if len(apps) != 1 || !validAppIDHint(apps[0].ID) || len(apps[0].Attempts) == 0 {
 		return apiApp{}, fmt.Errorf("%d apps at %s: %w", len(apps), ui.Redacted(), errNotDriver)
 	}
 	return apps[0], nil
+}
+
+// driverContainersMax bounds the objects and arrays of a driver's app
+// list: the list, its app, the app's attempts and each attempt (Spark's
+// YARN default allows two; a History Server's list is read elsewhere).
+const driverContainersMax = 64
+
+// jsonContainers counts the objects and arrays of a JSON text: the "{" and
+// "[" outside its strings.
+func jsonContainers(b []byte) int {
+	n := 0
+	inString := false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case inString && c == '\\':
+			i++ // the escaped byte
+		case c == '"':
+			inString = !inString
+		case !inString && (c == '{' || c == '['):
+			n++
+		}
+	}
+	return n
 }
 
 // environmentProps reads the ACL properties and spark.ui.proxyBase from an

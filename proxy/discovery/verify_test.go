@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -290,11 +291,57 @@ func TestHugeHeadersRefused(t *testing.T) {
 	}))
 	defer srv.Close()
 	c := newClient(nil)
-	var v struct{ OK bool }
-	if err := c.getJSON(context.Background(), mustURL(t, srv.URL), "/fine", 1<<10, &v); err != nil || !v.OK {
-		t.Errorf("4 KiB of headers: %v, %+v; want the answer", err, v)
+	if body, _, err := c.getBody(context.Background(), mustURL(t, srv.URL), "/fine", 1<<10); err != nil || string(body) != `{"ok":true}` {
+		t.Errorf("4 KiB of headers: %v, %q; want the answer", err, body)
 	}
-	if err := c.getJSON(context.Background(), mustURL(t, srv.URL), "/huge", 1<<10, &v); err == nil {
+	if _, _, err := c.getBody(context.Background(), mustURL(t, srv.URL), "/huge", 1<<10); err == nil {
 		t.Error("64 KiB of headers were read")
+	}
+}
+
+// TestDriverListBoundedInObjects: a driver's app list is read at every
+// check of every driver, 32 at once. Its bytes are bounded (driverBodyMax),
+// and what they decode to must be too: a list of one app with 350,000
+// empty attempts ("{}" each, a whole apiAttempt once decoded) cost a check
+// 165 MiB. Such a list is refused before it is decoded; one app of a few
+// attempts, whatever its strings hold, reads.
+// Not parallel: it counts the process's allocations.
+func TestDriverListBoundedInObjects(t *testing.T) {
+	var flood strings.Builder
+	flood.WriteString(`[{"id":"app-20240101000000-0777","name":"bait","attempts":[{"sparkUser":"mallory"}`)
+	for flood.Len() < driverBodyMax-16 {
+		flood.WriteString(",{}")
+	}
+	flood.WriteString("]}]")
+	braces := strings.Repeat(`{[\"`, 1000)
+	fine := `[{"id":"application_1700000000000_0001","name":"` + braces + `","attempts":[{"attemptId":"2","sparkUser":"alice"},{"attemptId":"1","sparkUser":"alice"}]}]`
+	body := map[string]string{"/flood/": flood.String(), "/fine/": fine}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, body[strings.TrimSuffix(r.URL.Path, "api/v1/applications")])
+	}))
+	defer srv.Close()
+	c := newClient(nil)
+
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	app, err := c.driverApp(context.Background(), mustURL(t, srv.URL+"/flood/"))
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, errNotDriver) {
+		t.Errorf("a list of one app with %d attempts: %q (%d attempts), %v; want errNotDriver", (flood.Len()-80)/3, app.ID, len(app.Attempts), err)
+	}
+	// The body itself, read twice over at most (the read buffer, the
+	// client's), and nothing in proportion to its objects.
+	if got := after.TotalAlloc - before.TotalAlloc; got > 8*driverBodyMax {
+		t.Errorf("refusing a %d-byte list allocated %d MiB; want no more than a few times its size", flood.Len(), got>>20)
+	}
+	app, err = c.driverApp(context.Background(), mustURL(t, srv.URL+"/fine/"))
+	if err != nil || app.Name != strings.ReplaceAll(braces, `\"`, `"`) || len(app.Attempts) != 2 || attemptUser(app) != "alice" {
+		t.Errorf("one app of two attempts, braces in its name: %.40q, %d attempts, %v; want it read", app.Name, len(app.Attempts), err)
+	}
+	for in, want := range map[string]int{`[]`: 1, `[{"a":"{[\"}"},{"b":[1,[2]]}]`: 5, `"[{"`: 0, `{"\\":"{"}`: 1} {
+		if got := jsonContainers([]byte(in)); got != want {
+			t.Errorf("jsonContainers(%s) = %d; want %d", in, got, want)
+		}
 	}
 }
