@@ -12,7 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/hashicorp/golang-lru/v2/expirable"
 
@@ -60,6 +62,9 @@ type diagnoser struct {
 
 	mu       sync.Mutex
 	inflight map[string]*diagCall
+	// slots bounds the diagnoses computed at once, gateway-wide: each may
+	// hold up to diagRawMax of answers and diagDecodedMax decoded.
+	slots chan struct{}
 }
 
 type diagCall struct {
@@ -71,10 +76,59 @@ type diagCall struct {
 // maxDiagCache bounds the cached diagnoses (a few KB each).
 const maxDiagCache = 1024
 
-// maxRESTBody bounds one REST answer read for a diagnosis: the lists are
-// bounded by Spark's retention (spark.ui.retainedStages, 1000) and the
-// task lists by diagnosis.task_list_length.
-const maxRESTBody = 32 << 20
+// What one diagnosis reads is bounded three ways, for the answers are any
+// user's driver's: diagRawMax bytes of answers in all; diagDecodedMax
+// bytes of what they decode to in all (a "{}" in a list is a whole
+// struct, a hundred times its bytes); and diagListMax elements a list.
+// Spark's lists are bounded by its retention (spark.ui.retainedStages,
+// 1000, jobs and SQL executions alike; a stage is about 4 KB of JSON, a
+// fifth of that decoded), the task lists by diagnosis.task_list_length.
+// diagParallel diagnoses are computed at once, gateway-wide: about
+// 2 × (32 + 32) MiB at worst.
+const (
+	diagRawMax     = 32 << 20
+	diagDecodedMax = 32 << 20
+	diagListMax    = 20_000
+	diagParallel   = 2
+)
+
+// errDiagTooLarge is a diagnosis whose answers pass those bounds.
+var errDiagTooLarge = errors.New("the app's REST answers are larger than a diagnosis reads")
+
+// diagBudget is what is left of one diagnosis's bounds, shared by the
+// answers it reads at once.
+type diagBudget struct{ raw, decoded atomic.Int64 }
+
+func newDiagBudget() *diagBudget {
+	b := new(diagBudget)
+	b.raw.Store(diagRawMax)
+	b.decoded.Store(diagDecodedMax)
+	return b
+}
+
+// spend takes n decoded bytes.
+func (b *diagBudget) spend(n int) error {
+	if b.decoded.Add(-int64(n)) < 0 {
+		return fmt.Errorf("%w (%d MiB decoded)", errDiagTooLarge, diagDecodedMax>>20)
+	}
+	return nil
+}
+
+// reader reads r within the raw bound.
+func (b *diagBudget) reader(r io.Reader) io.Reader { return &diagReader{r: r, left: &b.raw} }
+
+type diagReader struct {
+	r    io.Reader
+	left *atomic.Int64
+}
+
+func (r *diagReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if r.left.Add(-int64(n)) < 0 {
+		return n, fmt.Errorf("%w (%d MiB sent)", errDiagTooLarge, diagRawMax>>20)
+	}
+	return n, err
+}
 
 func newDiagnoser(cfg diagnosis.Config, t http.RoundTripper, now func() time.Time) *diagnoser {
 	return &diagnoser{
@@ -85,6 +139,7 @@ func newDiagnoser(cfg diagnosis.Config, t http.RoundTripper, now func() time.Tim
 		cache:    expirable.NewLRU[string, *diagResult](maxDiagCache, nil, cfg.CacheTTL),
 		now:      now,
 		inflight: make(map[string]*diagCall),
+		slots:    make(chan struct{}, diagParallel),
 	}
 }
 
@@ -123,7 +178,13 @@ func (d *diagnoser) get(ctx context.Context, appID string, src diagSource, full 
 func (d *diagnoser) run(ctx context.Context, key, appID string, src diagSource, full bool, c *diagCall) {
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.FetchTimeout)
 	defer cancel()
-	c.res, c.err = d.compute(ctx, appID, src, full)
+	select {
+	case d.slots <- struct{}{}:
+		c.res, c.err = d.compute(ctx, appID, src, full)
+		<-d.slots
+	case <-ctx.Done():
+		c.err = fmt.Errorf("waiting for other diagnoses: %w", ctx.Err())
+	}
 	switch {
 	case c.err == nil:
 		d.cache.Add(key, c.res)
@@ -147,12 +208,17 @@ func (d *diagnoser) compute(ctx context.Context, appID string, src diagSource, f
 		Failed:    make(map[diagnosis.StageKey][]diagnosis.Task),
 	}
 	res := &diagResult{source: src.label, live: src.live}
+	budget := newDiagBudget()
 	var (
 		mu   sync.Mutex
 		errs []error
 	)
 	get := func(path string, v any, optional bool) {
-		if err := d.fetchJSON(ctx, src, path, v); err != nil {
+		err := d.fetchJSON(ctx, src, path, v, budget)
+		if errors.Is(err, errDiagTooLarge) {
+			optional = false // not one answer missing: the diagnosis would be of part of the app
+		}
+		if err != nil {
 			mu.Lock()
 			defer mu.Unlock()
 			if optional {
@@ -230,8 +296,9 @@ func stagePath(k diagnosis.StageKey) string {
 	return "/stages/" + strconv.Itoa(k.StageID) + "/" + strconv.Itoa(k.AttemptID)
 }
 
-// fetchJSON GETs src's REST path rest+path and decodes its JSON answer.
-func (d *diagnoser) fetchJSON(ctx context.Context, src diagSource, path string, v any) error {
+// fetchJSON GETs src's REST path rest+path and decodes its JSON answer
+// into v, within budget.
+func (d *diagnoser) fetchJSON(ctx context.Context, src diagSource, path string, v any, budget *diagBudget) error {
 	u := *src.base
 	p, q, _ := strings.Cut(path, "?")
 	u.Path = src.base.Path + src.rest + p
@@ -254,10 +321,80 @@ func (d *diagnoser) fetchJSON(ctx context.Context, src diagSource, path string, 
 		// A starting driver answers a placeholder page.
 		return fmt.Errorf("reading %s from %s: not JSON (%q)", path, src.label, mt)
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxRESTBody)).Decode(v); err != nil {
+	if err := decodeREST(json.NewDecoder(budget.reader(resp.Body)), v, budget); err != nil {
 		return fmt.Errorf("reading %s from %s: %w", path, src.label, err)
 	}
 	return nil
+}
+
+// decodeREST decodes one REST answer into v, one of the diagnosis's
+// lists (an element at a time, each weighed against budget as it is
+// read) or a stage's task summary.
+func decodeREST(dec *json.Decoder, v any, budget *diagBudget) error {
+	var err error
+	switch v := v.(type) {
+	case *[]diagnosis.Job:
+		*v, err = decodeList(dec, budget, func(j *diagnosis.Job) int {
+			return len(j.Name) + len(j.Description) + len(j.Status) + 8*cap(j.StageIDs)
+		})
+	case *[]diagnosis.Stage:
+		*v, err = decodeList(dec, budget, func(s *diagnosis.Stage) int {
+			return len(s.Status) + len(s.FailureReason) + len(s.Name) + len(s.Description)
+		})
+	case *[]diagnosis.Executor:
+		*v, err = decodeList(dec, budget, func(e *diagnosis.Executor) int {
+			return len(e.ID) + len(e.HostPort) + len(e.RemoveReason)
+		})
+	case *[]diagnosis.SQLExecution:
+		*v, err = decodeList(dec, budget, func(q *diagnosis.SQLExecution) int {
+			return len(q.Status) + len(q.Description) + len(q.ErrorMessage) + 8*(cap(q.RunningJobIDs)+cap(q.SuccessJobIDs)+cap(q.FailedJobIDs))
+		})
+	case *[]diagnosis.Task:
+		*v, err = decodeList(dec, budget, func(t *diagnosis.Task) int {
+			n := len(t.ExecutorID) + len(t.Host) + len(t.Status) + len(t.TaskLocality) + len(t.ErrorMessage)
+			if t.TaskMetrics != nil {
+				n += int(unsafe.Sizeof(*t.TaskMetrics))
+			}
+			return n
+		})
+	case *diagnosis.TaskSummary:
+		// Its lists are of diagnosis.MaxValues numbers at most.
+		if err = dec.Decode(v); err == nil {
+			err = budget.spend(int(unsafe.Sizeof(*v)) + 11*8*diagnosis.MaxValues)
+		}
+	default:
+		err = fmt.Errorf("no decoding for %T", v)
+	}
+	return err
+}
+
+// decodeList decodes a JSON array (or null) of T an element at a time,
+// taking each one's size (its struct and what size says it holds besides)
+// from budget, up to diagListMax elements.
+func decodeList[T any](dec *json.Decoder, budget *diagBudget, size func(*T) int) ([]T, error) {
+	tok, err := dec.Token()
+	if err != nil || tok == nil {
+		return nil, err
+	}
+	if tok != json.Delim('[') {
+		return nil, errors.New("not a JSON array")
+	}
+	var out []T
+	for dec.More() {
+		if len(out) == diagListMax {
+			return nil, fmt.Errorf("%w (over %d elements in a list)", errDiagTooLarge, diagListMax)
+		}
+		var v T
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		if err := budget.spend(int(unsafe.Sizeof(v)) + size(&v)); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	_, err = dec.Token() // the closing ]
+	return out, err
 }
 
 // parallel runs fns, at most n at a time, and waits for all: a diagnosis

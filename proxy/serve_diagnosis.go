@@ -99,11 +99,12 @@ func (s *Server) serveDiagnosis(w http.ResponseWriter, r *http.Request, st *reqS
 			st.clientGone = true
 			return nil
 		}
-		return &httpError{
-			Status: http.StatusBadGateway, Title: "Diagnosis failed", AppID: app.ID,
-			Msg:   "could not read the application's data from " + src.label + "; try again",
-			Cause: err,
+		msg := "could not read the application's data from " + src.label + "; try again"
+		if errors.Is(err, errDiagTooLarge) || errors.Is(err, diagnosis.ErrTooMany) {
+			// Trying again will not help: say why.
+			msg = "the application's data from " + src.label + " is larger than a diagnosis reads: " + err.Error()
 		}
+		return &httpError{Status: http.StatusBadGateway, Title: "Diagnosis failed", AppID: app.ID, Msg: msg, Cause: err}
 	}
 	out := toDiagnosisJSON(app, res)
 	out.Thresholds = s.diag.cfg.Values()

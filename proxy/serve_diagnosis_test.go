@@ -1,12 +1,14 @@
 package proxy
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -276,5 +278,134 @@ func TestIndexLiveStats(t *testing.T) {
 		if limit := diagnosis.DefaultConfig().IndexStageSummaries; sums > limit {
 			t.Errorf("index view of %s read %d task summaries; want at most %d", id, sums, limit)
 		}
+	}
+}
+
+// TestDiagnosisBoundedInMemory: a diagnosis reads a driver's REST answers,
+// and a driver is anyone's. Bytes are not what they decode to: "{}" in a
+// list is a whole struct, "1," in a list of ids eight bytes, so a 4 MiB
+// answer cost one diagnosis 2 GiB. Each way of growing an answer is now
+// refused (the diagnosis fails, saying why) within a bounded allocation:
+// a list of too many elements, a list of too many ids, ids enough to
+// pass the decoded bound, and an answer past the bytes bound.
+// Not parallel: it counts the process's allocations.
+func TestDiagnosisBoundedInMemory(t *testing.T) {
+	repeat := func(head, elem, tail string, n int) string {
+		var b strings.Builder
+		b.WriteString(head)
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(elem)
+		}
+		b.WriteString(tail)
+		return b.String()
+	}
+	ids := repeat(`{"jobId":1,"status":"SUCCEEDED","stageIds":[`, "1", `]}`, diagnosis.MaxIDs)
+	cases := []struct {
+		name, list, body, want string
+	}{
+		{"elements", "stages", repeat("[", "{}", "]", 1_400_000), "over 20000 elements"},
+		{"ids in a job", "jobs", repeat("[", repeat(`{"jobId":1,"stageIds":[`, "1", `]}`, 2_000_000), "]", 1), "more numbers than"},
+		{"decoded", "jobs", repeat("[", ids, "]", 50), "MiB decoded"},
+		{"bytes", "stages", `[{"name":"` + strings.Repeat("a", 40<<20) + `"}]`, "MiB sent"},
+	}
+	for i, c := range cases {
+		answer := []byte(c.body)
+		drv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, "/"+c.list) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write(answer)
+				return
+			}
+			serveCaptured(w, r, "3.5.9-healthy")
+		}))
+		u, _ := url.Parse(drv.URL)
+		h := newHarness(t, nil)
+		id := fmt.Sprintf("app-20240101000000-%04d", 700+i)
+		apps := append(h.reg.Load().Apps(), &discovery.App{ID: id, Name: "bait", User: "mallory",
+			StartTime: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), State: discovery.Running, UIURL: u, Source: "probe:127.0.0.1:4050"})
+		h.reg.Store(discovery.NewSnapshot(apps))
+
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		resp, body := h.do(t, http.MethodGet, "/api/v1/applications/"+id+"/diagnosis", "mallory", nil)
+		runtime.ReadMemStats(&after)
+		drv.Close()
+		allocated := after.TotalAlloc - before.TotalAlloc
+		t.Logf("%s: a %.1f MiB /%s: %d, %d MiB allocated", c.name, float64(len(c.body))/(1<<20), c.list, resp.StatusCode, allocated>>20)
+		if resp.StatusCode == http.StatusOK || !strings.Contains(body, c.want) {
+			t.Errorf("%s: diagnosis = %d, %.200q; want it refused, saying %q", c.name, resp.StatusCode, body, c.want)
+		}
+		if allocated > 3*diagRawMax {
+			t.Errorf("%s: refusing a %.1f MiB /%s allocated %d MiB; want no more than its bounds (%d MiB read, %d MiB decoded) and their buffers",
+				c.name, float64(len(c.body))/(1<<20), c.list, allocated>>20, diagRawMax>>20, diagDecodedMax>>20)
+		}
+	}
+}
+
+// TestDiagnosesAtOnceBounded: each diagnosis may hold its bounds in
+// memory, so no more than diagParallel are computed at once, gateway-wide
+// (an index shows many apps; a user can start many drivers). The others
+// wait for a slot, and are computed after.
+func TestDiagnosesAtOnceBounded(t *testing.T) {
+	t.Parallel()
+	var (
+		mu           sync.Mutex
+		inJobs, most int
+	)
+	release := make(chan struct{})
+	drv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/jobs") {
+			mu.Lock()
+			inJobs++
+			most = max(most, inJobs)
+			mu.Unlock()
+			<-release
+			mu.Lock()
+			inJobs--
+			mu.Unlock()
+		}
+		serveCaptured(w, r, "3.5.9-healthy")
+	}))
+	t.Cleanup(drv.Close)
+	u, _ := url.Parse(drv.URL)
+	h := newHarness(t, nil)
+	apps := h.reg.Load().Apps()
+	const n = diagParallel + 2
+	for i := range n {
+		apps = append(apps, &discovery.App{ID: fmt.Sprintf("app-20240101000000-%04d", 800+i), Name: "many", User: "alice",
+			StartTime: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), State: discovery.Running, UIURL: u, Source: "static"})
+	}
+	h.reg.Store(discovery.NewSnapshot(apps))
+
+	codes := make(chan int, n)
+	for i := range n {
+		go func() {
+			resp, _ := h.do(t, http.MethodGet, fmt.Sprintf("/api/v1/applications/app-20240101000000-%04d/diagnosis", 800+i), "alice", nil)
+			codes <- resp.StatusCode
+		}()
+	}
+	// The first diagParallel reach their drivers; give the others time to
+	// pass the limit if they could, then let everything go.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		mu.Lock()
+		got := inJobs
+		mu.Unlock()
+		if got >= diagParallel || time.Now().After(deadline) {
+			break
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	close(release)
+	for range n {
+		if c := <-codes; c != http.StatusOK {
+			t.Errorf("a diagnosis waiting for a slot = %d; want 200", c)
+		}
+	}
+	if most != diagParallel {
+		t.Errorf("%d diagnoses read their drivers at once; want %d (diagParallel)", most, diagParallel)
 	}
 }

@@ -3,6 +3,7 @@ package diagnosis
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -19,7 +20,7 @@ type Job struct {
 	Description       string    `json:"description"`
 	SubmissionTime    SparkTime `json:"submissionTime"`
 	CompletionTime    SparkTime `json:"completionTime"`
-	StageIDs          []int     `json:"stageIds"`
+	StageIDs          IDs       `json:"stageIds"`
 	Status            string    `json:"status"` // RUNNING, SUCCEEDED, FAILED, UNKNOWN
 	NumTasks          int       `json:"numTasks"`
 	NumActiveTasks    int       `json:"numActiveTasks"`
@@ -71,20 +72,20 @@ func (k StageKey) String() string { return fmt.Sprintf("%d.%d", k.StageID, k.Att
 // (TaskMetricDistributions): for each metric, its value at each of
 // Quantiles, over the stage's successful tasks.
 type TaskSummary struct {
-	Quantiles          []float64 `json:"quantiles"`
-	Duration           []float64 `json:"duration"`        // ms
-	ExecutorRunTime    []float64 `json:"executorRunTime"` // ms
-	JVMGCTime          []float64 `json:"jvmGcTime"`       // ms
-	SchedulerDelay     []float64 `json:"schedulerDelay"`  // ms
-	MemoryBytesSpilled []float64 `json:"memoryBytesSpilled"`
-	DiskBytesSpilled   []float64 `json:"diskBytesSpilled"`
+	Quantiles          Values `json:"quantiles"`
+	Duration           Values `json:"duration"`        // ms
+	ExecutorRunTime    Values `json:"executorRunTime"` // ms
+	JVMGCTime          Values `json:"jvmGcTime"`       // ms
+	SchedulerDelay     Values `json:"schedulerDelay"`  // ms
+	MemoryBytesSpilled Values `json:"memoryBytesSpilled"`
+	DiskBytesSpilled   Values `json:"diskBytesSpilled"`
 	ShuffleReadMetrics struct {
-		ReadBytes   []float64 `json:"readBytes"`
-		ReadRecords []float64 `json:"readRecords"`
+		ReadBytes   Values `json:"readBytes"`
+		ReadRecords Values `json:"readRecords"`
 	} `json:"shuffleReadMetrics"`
 	ShuffleWriteMetrics struct {
-		WriteBytes   []float64 `json:"writeBytes"`
-		WriteRecords []float64 `json:"writeRecords"`
+		WriteBytes   Values `json:"writeBytes"`
+		WriteRecords Values `json:"writeRecords"`
 	} `json:"shuffleWriteMetrics"`
 }
 
@@ -154,14 +155,58 @@ type SQLExecution struct {
 	Description    string    `json:"description"`
 	SubmissionTime SparkTime `json:"submissionTime"`
 	Duration       int64     `json:"duration"` // ms
-	RunningJobIDs  []int     `json:"runningJobIds"`
-	SuccessJobIDs  []int     `json:"successJobIds"`
-	FailedJobIDs   []int     `json:"failedJobIds"`
+	RunningJobIDs  IDs       `json:"runningJobIds"`
+	SuccessJobIDs  IDs       `json:"successJobIds"`
+	FailedJobIDs   IDs       `json:"failedJobIds"`
 	ErrorMessage   string    `json:"errorMessage"`
 }
 
 // sparkTimeLayout is how Spark's REST API writes dates.
 const sparkTimeLayout = "2006-01-02T15:04:05.000GMT"
+
+// A driver's answer is anyone's, and a list of numbers decodes to four
+// times its bytes and more: IDs and Values are read only up to MaxIDs and
+// MaxValues numbers, and refused beyond.
+
+// IDs is a list of job or stage ids.
+type IDs []int
+
+// Values is a metric's value at each quantile asked for.
+type Values []float64
+
+// MaxIDs bounds one list of ids (a job's stages, a query's jobs), and
+// MaxValues one metric's values (one per quantile asked for).
+const (
+	MaxIDs    = 100_000
+	MaxValues = 64
+)
+
+// ErrTooMany is a list of numbers longer than its bound.
+var ErrTooMany = errors.New("more numbers than a list of them holds")
+
+// UnmarshalJSON reads at most MaxIDs ids.
+func (l *IDs) UnmarshalJSON(b []byte) error {
+	return decodeNumbers(b, (*[]int)(l), MaxIDs)
+}
+
+// UnmarshalJSON reads at most MaxValues values.
+func (l *Values) UnmarshalJSON(b []byte) error {
+	return decodeNumbers(b, (*[]float64)(l), MaxValues)
+}
+
+// decodeNumbers decodes b, a JSON array of numbers (or null), into l,
+// refusing more than limit: counted first, by their commas, the slice is
+// then made to size.
+func decodeNumbers[T int | float64](b []byte, l *[]T, limit int) error {
+	n := bytes.Count(b, []byte(",")) + 1
+	if n > limit {
+		return fmt.Errorf("%w: %d, over %d", ErrTooMany, n, limit)
+	}
+	if *l == nil {
+		*l = make([]T, 0, n)
+	}
+	return json.Unmarshal(b, l)
+}
 
 // SparkTime is a date as Spark's REST API writes it
 // ("2026-12-01T09:46:17.775GMT"); zero when absent.
