@@ -35,10 +35,10 @@ func (a *Authenticator) serveLogout(w http.ResponseWriter, r *http.Request) erro
 		return newHTTPError(http.StatusMethodNotAllowed, "Sign out with the button on sparkgate's pages (POST).", nil)
 	}
 	if ok, why := a.sameOrigin(r); !ok {
-		a.logger.Info("cross-site sign-out refused", zap.String("reason", why))
+		a.logger.Info("sign-out refused: not the browser's own from the gateway's page", zap.String("reason", why))
 		a.renderLogoutPage(w, http.StatusForbidden, logoutPage{
 			Title:   "Sign-out refused",
-			Message: "This sign-out request came from another site, so sparkgate ignored it. To sign out, use this button.",
+			Message: "This sign-out request came from another site or a script, so sparkgate ignored it. To sign out, use this button.",
 			Form:    a.basePath + "/oauth2/logout",
 		})
 		return nil
@@ -96,7 +96,21 @@ func (a *Authenticator) endSessionURL(idToken string) string {
 // another site makes a browser send. Browsers send Sec-Fetch-Site (and
 // Origin) with every POST; it must say same-origin. Without either header
 // the sender is not a browser that another site could drive.
+//
+// It must also be the browser's own navigation (a form posted), not a
+// script's request: the answer's way to the provider's sign-out holds the
+// session's ID token, which a bearer token may be, and a script of a page
+// on the gateway's origin (a driver's page, without proxy.app_domain)
+// must not read it. fetch and XMLHttpRequest say Sec-Fetch-Mode cors,
+// no-cors or same-origin; a browser too old to send it (Safari before
+// 16.4) is judged by Origin alone.
 func (a *Authenticator) sameOrigin(r *http.Request) (bool, string) {
+	if mode := r.Header.Get("Sec-Fetch-Mode"); mode != "" && mode != "navigate" {
+		return false, "Sec-Fetch-Mode: " + mode
+	}
+	if dest := r.Header.Get("Sec-Fetch-Dest"); dest != "" && dest != "document" {
+		return false, "Sec-Fetch-Dest: " + dest
+	}
 	if site := r.Header.Get("Sec-Fetch-Site"); site != "" {
 		if site == "same-origin" || site == "none" {
 			return true, ""
@@ -107,10 +121,16 @@ func (a *Authenticator) sameOrigin(r *http.Request) (bool, string) {
 	if origin == "" {
 		return true, ""
 	}
-	if u, err := url.Parse(a.publicURL); err == nil && strings.EqualFold(origin, u.Scheme+"://"+u.Host) {
+	u, err := url.Parse(a.publicURL)
+	if err != nil {
+		return false, "Origin: " + origin
+	}
+	if strings.EqualFold(origin, u.Scheme+"://"+u.Host) {
 		return true, ""
 	}
-	if o, err := url.Parse(origin); err == nil && o.Host != "" && strings.EqualFold(o.Host, r.Host) {
+	// The gateway reached by another name: its scheme still. http://host
+	// is another origin than https://host, and can be anyone's.
+	if o, err := url.Parse(origin); err == nil && o.Host != "" && strings.EqualFold(o.Host, r.Host) && strings.EqualFold(o.Scheme, u.Scheme) {
 		return true, ""
 	}
 	return false, "Origin: " + origin

@@ -9,7 +9,8 @@ import (
 )
 
 // post sends an empty form to u as a browser on origin would (Origin and
-// Sec-Fetch-Site same-origin when origin is the page's own).
+// Sec-Fetch-Site same-origin when origin is the page's own; a navigation
+// of the whole page).
 func post(t testing.TB, c *http.Client, u, origin string) (*http.Response, string) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, u, strings.NewReader(""))
@@ -23,6 +24,8 @@ func post(t testing.TB, c *http.Client, u, origin string) (*http.Response, strin
 		site = "same-origin"
 	}
 	req.Header.Set("Sec-Fetch-Site", site)
+	req.Header.Set("Sec-Fetch-Mode", "navigate")
+	req.Header.Set("Sec-Fetch-Dest", "document")
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatalf("POST %s: %v", u, err)
@@ -99,6 +102,16 @@ func TestLogoutRefusesCrossSite(t *testing.T) {
 		{"fetch metadata same-site", map[string]string{"Sec-Fetch-Site": "same-site", "Origin": "http://other.localhost"}},
 		{"fetch metadata lies about nothing, Origin differs", map[string]string{"Origin": "https://evil.example"}},
 		{"opaque origin (sandboxed frame, data: URL)", map[string]string{"Origin": "null"}},
+		// The gateway's host on another scheme is another origin (a page
+		// on http://host can be anyone's), for browsers without fetch
+		// metadata.
+		{"Origin of another scheme", map[string]string{"Origin": strings.Replace(e.gw.srv.URL, "http://", "https://", 1)}},
+		// A script of a page on the gateway's origin (a driver's page)
+		// must not read the answer: its way to the provider's sign-out
+		// holds the ID token, a bearer token.
+		{"a script's fetch from the gateway's origin", map[string]string{"Sec-Fetch-Site": "same-origin", "Sec-Fetch-Mode": "cors", "Sec-Fetch-Dest": "empty", "Origin": e.gw.srv.URL}},
+		{"a script's no-cors fetch", map[string]string{"Sec-Fetch-Site": "same-origin", "Sec-Fetch-Mode": "no-cors", "Sec-Fetch-Dest": "empty", "Origin": e.gw.srv.URL}},
+		{"a form posted into a frame", map[string]string{"Sec-Fetch-Site": "same-origin", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "iframe", "Origin": e.gw.srv.URL}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -113,7 +126,7 @@ func TestLogoutRefusesCrossSite(t *testing.T) {
 			}
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(b), "came from another site") {
+			if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(b), "came from another site or a script") || strings.Contains(string(b), "id_token_hint") {
 				t.Errorf("cross-site POST /oauth2/logout = %d %q; want 403", resp.StatusCode, b)
 			}
 			if len(resp.Header.Values("Set-Cookie")) != 0 {
