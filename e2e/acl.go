@@ -350,6 +350,8 @@ func SignOut(ctx context.Context, c *http.Client, gwURL string) (*url.URL, []byt
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Origin", gwURL)
 	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	req.Header.Set("Sec-Fetch-Mode", "navigate")
+	req.Header.Set("Sec-Fetch-Dest", "document")
 	resp, err := c.Do(req)
 	if err != nil {
 		return nil, nil, fmt.Errorf("POST /oauth2/logout: %w", err)
