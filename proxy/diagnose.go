@@ -62,9 +62,10 @@ type diagnoser struct {
 
 	mu       sync.Mutex
 	inflight map[string]*diagCall
-	// slots bounds the diagnoses computed at once, gateway-wide: each may
-	// hold up to diagRawMax of answers and diagDecodedMax decoded.
-	slots chan struct{}
+	// held is what the diagnoses being computed hold of heldMax, bytes
+	// read and decoded, gateway-wide.
+	held    atomic.Int64
+	heldMax int64
 }
 
 type diagCall struct {
@@ -83,49 +84,73 @@ const maxDiagCache = 1024
 // Spark's lists are bounded by its retention (spark.ui.retainedStages,
 // 1000, jobs and SQL executions alike; a stage is about 4 KB of JSON, a
 // fifth of that decoded), the task lists by diagnosis.task_list_length.
-// diagParallel diagnoses are computed at once, gateway-wide: about
-// 2 × (32 + 32) MiB at worst.
+// And the diagnoses computed at once hold no more than diagHeldMax of both
+// in all, gateway-wide: one that finds it spent fails at once ("busy"),
+// rather than wait behind a driver that answers slowly.
 const (
 	diagRawMax     = 32 << 20
 	diagDecodedMax = 32 << 20
 	diagListMax    = 20_000
-	diagParallel   = 2
+	diagHeldMax    = 96 << 20
 )
 
-// errDiagTooLarge is a diagnosis whose answers pass those bounds.
-var errDiagTooLarge = errors.New("the app's REST answers are larger than a diagnosis reads")
+var (
+	// errDiagTooLarge is a diagnosis whose answers pass its bounds.
+	errDiagTooLarge = errors.New("the app's REST answers are larger than a diagnosis reads")
+	// errDiagBusy is one that found diagHeldMax spent by others.
+	errDiagBusy = errors.New("the gateway is reading other diagnoses")
+)
 
 // diagBudget is what is left of one diagnosis's bounds, shared by the
-// answers it reads at once.
-type diagBudget struct{ raw, decoded atomic.Int64 }
+// answers it reads at once, and what it took of the gateway's.
+type diagBudget struct {
+	raw, decoded atomic.Int64 // left
+	taken        atomic.Int64 // of d.held
+	d            *diagnoser
+}
 
-func newDiagBudget() *diagBudget {
-	b := new(diagBudget)
+func (d *diagnoser) newBudget() *diagBudget {
+	b := &diagBudget{d: d}
 	b.raw.Store(diagRawMax)
 	b.decoded.Store(diagDecodedMax)
 	return b
 }
 
-// spend takes n decoded bytes.
-func (b *diagBudget) spend(n int) error {
-	if b.decoded.Add(-int64(n)) < 0 {
-		return fmt.Errorf("%w (%d MiB decoded)", errDiagTooLarge, diagDecodedMax>>20)
+// take takes n bytes of left (raw or decoded, bound its bound) and of
+// the gateway's.
+func (b *diagBudget) take(left *atomic.Int64, bound int64, what string, n int) error {
+	if left.Add(-int64(n)) < 0 {
+		return fmt.Errorf("%w (%d MiB %s)", errDiagTooLarge, bound>>20, what)
 	}
+	if b.d.held.Add(int64(n)) > b.d.heldMax {
+		b.d.held.Add(-int64(n))
+		return errDiagBusy
+	}
+	b.taken.Add(int64(n))
 	return nil
 }
 
-// reader reads r within the raw bound.
-func (b *diagBudget) reader(r io.Reader) io.Reader { return &diagReader{r: r, left: &b.raw} }
+// spend takes n decoded bytes.
+func (b *diagBudget) spend(n int) error {
+	return b.take(&b.decoded, diagDecodedMax, "decoded", n)
+}
+
+// release gives back what the diagnosis took of the gateway's: it holds
+// none of its answers once computed.
+func (b *diagBudget) release() { b.d.held.Add(-b.taken.Load()) }
+
+// reader reads r within the raw bounds.
+func (b *diagBudget) reader(r io.Reader) io.Reader { return &diagReader{r: r, b: b} }
 
 type diagReader struct {
-	r    io.Reader
-	left *atomic.Int64
+	r io.Reader
+	b *diagBudget
 }
 
 func (r *diagReader) Read(p []byte) (int, error) {
 	n, err := r.r.Read(p)
-	if r.left.Add(-int64(n)) < 0 {
-		return n, fmt.Errorf("%w (%d MiB sent)", errDiagTooLarge, diagRawMax>>20)
+	if berr := r.b.take(&r.b.raw, diagRawMax, "sent", n); berr != nil {
+		return n, berr
 	}
 	return n, err
 }
@@ -139,7 +164,7 @@ func newDiagnoser(cfg diagnosis.Config, t http.RoundTripper, now func() time.Tim
 		cache:    expirable.NewLRU[string, *diagResult](maxDiagCache, nil, cfg.CacheTTL),
 		now:      now,
 		inflight: make(map[string]*diagCall),
-		slots:    make(chan struct{}, diagParallel),
+		heldMax:  diagHeldMax,
 	}
 }
 
@@ -178,13 +203,7 @@ func (d *diagnoser) get(ctx context.Context, appID string, src diagSource, full 
 func (d *diagnoser) run(ctx context.Context, key, appID string, src diagSource, full bool, c *diagCall) {
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.FetchTimeout)
 	defer cancel()
-	select {
-	case d.slots <- struct{}{}:
-		c.res, c.err = d.compute(ctx, appID, src, full)
-		<-d.slots
-	case <-ctx.Done():
-		c.err = fmt.Errorf("waiting for other diagnoses: %w", ctx.Err())
-	}
+	c.res, c.err = d.compute(ctx, appID, src, full)
 	switch {
 	case c.err == nil:
 		d.cache.Add(key, c.res)
@@ -208,14 +227,15 @@ func (d *diagnoser) compute(ctx context.Context, appID string, src diagSource, f
 		Failed:    make(map[diagnosis.StageKey][]diagnosis.Task),
 	}
 	res := &diagResult{source: src.label, live: src.live}
-	budget := newDiagBudget()
+	budget := d.newBudget()
+	defer budget.release()
 	var (
 		mu   sync.Mutex
 		errs []error
 	)
 	get := func(path string, v any, optional bool) {
 		err := d.fetchJSON(ctx, src, path, v, budget)
-		if errors.Is(err, errDiagTooLarge) {
+		if errors.Is(err, errDiagTooLarge) || errors.Is(err, errDiagBusy) {
 			optional = false // not one answer missing: the diagnosis would be of part of the app
 		}
 		if err != nil {

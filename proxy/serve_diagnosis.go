@@ -99,12 +99,16 @@ func (s *Server) serveDiagnosis(w http.ResponseWriter, r *http.Request, st *reqS
 			st.clientGone = true
 			return nil
 		}
-		msg := "could not read the application's data from " + src.label + "; try again"
-		if errors.Is(err, errDiagTooLarge) || errors.Is(err, diagnosis.ErrTooMany) {
+		he := &httpError{Status: http.StatusBadGateway, Title: "Diagnosis failed", AppID: app.ID,
+			Msg: "could not read the application's data from " + src.label + "; try again", Cause: err}
+		switch {
+		case errors.Is(err, errDiagBusy):
+			he.Status, he.Msg = http.StatusServiceUnavailable, "the gateway is reading other apps' data for their diagnoses; try again in a moment"
+		case errors.Is(err, errDiagTooLarge) || errors.Is(err, diagnosis.ErrTooMany):
 			// Trying again will not help: say why.
-			msg = "the application's data from " + src.label + " is larger than a diagnosis reads: " + err.Error()
+			he.Msg = "the application's data from " + src.label + " is larger than a diagnosis reads: " + err.Error()
 		}
-		return &httpError{Status: http.StatusBadGateway, Title: "Diagnosis failed", AppID: app.ID, Msg: msg, Cause: err}
+		return he
 	}
 	out := toDiagnosisJSON(app, res)
 	out.Thresholds = s.diag.cfg.Values()

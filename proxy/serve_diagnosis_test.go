@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -346,66 +347,70 @@ func TestDiagnosisBoundedInMemory(t *testing.T) {
 	}
 }
 
-// TestDiagnosesAtOnceBounded: each diagnosis may hold its bounds in
-// memory, so no more than diagParallel are computed at once, gateway-wide
-// (an index shows many apps; a user can start many drivers). The others
-// wait for a slot, and are computed after.
-func TestDiagnosesAtOnceBounded(t *testing.T) {
+// TestDiagnosesShareOneBound: the diagnoses computed at once hold no more
+// than heldMax of answers and decoded data in all (each may hold its own
+// bounds; a user can start many drivers, an index shows many apps). One
+// that finds it spent fails at once, saying so, rather than wait behind a
+// driver that answers slowly; what a diagnosis held is given back when it
+// is done.
+func TestDiagnosesShareOneBound(t *testing.T) {
 	t.Parallel()
-	var (
-		mu           sync.Mutex
-		inJobs, most int
-	)
+	const big = 400 << 10 // alone a diagnosis holds it twice (read, decoded): 800 KiB of 1 MiB
 	release := make(chan struct{})
-	drv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, "/jobs") {
-			mu.Lock()
-			inJobs++
-			most = max(most, inJobs)
-			mu.Unlock()
-			<-release
-			mu.Lock()
-			inJobs--
-			mu.Unlock()
+	reading := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/jobs") {
+			serveCaptured(w, r, "3.5.9-healthy")
+			return
 		}
-		serveCaptured(w, r, "3.5.9-healthy")
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `[{"jobId":1,"status":"SUCCEEDED","name":"`+strings.Repeat("a", big))
+		w.(http.Flusher).Flush()
+		close(reading)
+		<-release
+		_, _ = io.WriteString(w, `"}]`)
 	}))
-	t.Cleanup(drv.Close)
-	u, _ := url.Parse(drv.URL)
+	t.Cleanup(slow.Close)
+	large := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/jobs") {
+			serveCaptured(w, r, "3.5.9-healthy")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `[{"jobId":1,"status":"SUCCEEDED","name":"`+strings.Repeat("b", big)+`"}]`)
+	}))
+	t.Cleanup(large.Close)
 	h := newHarness(t, nil)
-	apps := h.reg.Load().Apps()
-	const n = diagParallel + 2
-	for i := range n {
-		apps = append(apps, &discovery.App{ID: fmt.Sprintf("app-20240101000000-%04d", 800+i), Name: "many", User: "alice",
-			StartTime: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), State: discovery.Running, UIURL: u, Source: "static"})
-	}
-	h.reg.Store(discovery.NewSnapshot(apps))
+	h.srv.diag.heldMax = 1 << 20
+	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	su, _ := url.Parse(slow.URL)
+	lu, _ := url.Parse(large.URL)
+	const appSlow, appLarge = "app-20240101000000-0801", "app-20240101000000-0802"
+	h.reg.Store(discovery.NewSnapshot(append(h.reg.Load().Apps(),
+		&discovery.App{ID: appSlow, Name: "slow", User: "alice", StartTime: start, State: discovery.Running, UIURL: su, Source: "static"},
+		&discovery.App{ID: appLarge, Name: "large", User: "alice", StartTime: start, State: discovery.Running, UIURL: lu, Source: "static"})))
 
-	codes := make(chan int, n)
-	for i := range n {
-		go func() {
-			resp, _ := h.do(t, http.MethodGet, fmt.Sprintf("/api/v1/applications/app-20240101000000-%04d/diagnosis", 800+i), "alice", nil)
-			codes <- resp.StatusCode
-		}()
+	slowDone := make(chan int)
+	go func() {
+		resp, _ := h.do(t, http.MethodGet, "/api/v1/applications/"+appSlow+"/diagnosis", "alice", nil)
+		slowDone <- resp.StatusCode
+	}()
+	<-reading
+	for h.srv.diag.held.Load() < big {
+		time.Sleep(time.Millisecond) // the gateway reading what was sent
 	}
-	// The first diagParallel reach their drivers; give the others time to
-	// pass the limit if they could, then let everything go.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		mu.Lock()
-		got := inJobs
-		mu.Unlock()
-		if got >= diagParallel || time.Now().After(deadline) {
-			break
-		}
+	resp, body := h.do(t, http.MethodGet, "/api/v1/applications/"+appLarge+"/diagnosis", "alice", nil)
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "reading other apps") {
+		t.Errorf("a diagnosis while another holds most of the bound = %d %.200q; want 503, busy", resp.StatusCode, body)
 	}
-	time.Sleep(100 * time.Millisecond)
 	close(release)
-	for range n {
-		if c := <-codes; c != http.StatusOK {
-			t.Errorf("a diagnosis waiting for a slot = %d; want 200", c)
-		}
+	if code := <-slowDone; code != http.StatusOK {
+		t.Errorf("the slow driver's diagnosis = %d; want 200", code)
 	}
-	if most != diagParallel {
-		t.Errorf("%d diagnoses read their drivers at once; want %d (diagParallel)", most, diagParallel)
+	if held := h.srv.diag.held.Load(); held != 0 {
+		t.Errorf("after both diagnoses the gateway holds %d bytes of them; want 0", held)
+	}
+	if resp, body := h.do(t, http.MethodGet, "/api/v1/applications/"+appLarge+"/diagnosis", "alice", nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("the large driver's diagnosis, the bound free again = %d %.200q; want 200", resp.StatusCode, body)
 	}
 }
