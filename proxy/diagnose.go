@@ -65,7 +65,7 @@ type diagnoser struct {
 	// held is what the diagnoses being computed hold of heldMax, bytes
 	// read and decoded, gateway-wide.
 	held    atomic.Int64
-	heldMax int64
+	heldMax atomic.Int64 // diagHeldMax; tests make it smaller
 }
 
 type diagCall struct {
@@ -122,7 +122,7 @@ func (b *diagBudget) take(left *atomic.Int64, bound int64, what string, n int) e
 	if left.Add(-int64(n)) < 0 {
 		return fmt.Errorf("%w (%d MiB %s)", errDiagTooLarge, bound>>20, what)
 	}
-	if b.d.held.Add(int64(n)) > b.d.heldMax {
+	if b.d.held.Add(int64(n)) > b.d.heldMax.Load() {
 		b.d.held.Add(-int64(n))
 		return errDiagBusy
 	}
@@ -156,7 +156,7 @@ func (r *diagReader) Read(p []byte) (int, error) {
 }
 
 func newDiagnoser(cfg diagnosis.Config, t http.RoundTripper, now func() time.Time) *diagnoser {
-	return &diagnoser{
+	d := &diagnoser{
 		cfg: cfg,
 		// No redirects: an upstream's REST answers directly; a redirect
 		// would be somebody else's (a YARN proxy once the app has ended).
@@ -164,8 +164,9 @@ func newDiagnoser(cfg diagnosis.Config, t http.RoundTripper, now func() time.Tim
 		cache:    expirable.NewLRU[string, *diagResult](maxDiagCache, nil, cfg.CacheTTL),
 		now:      now,
 		inflight: make(map[string]*diagCall),
-		heldMax:  diagHeldMax,
 	}
+	d.heldMax.Store(diagHeldMax)
+	return d
 }
 
 // get returns the app's diagnosis from the cache or computes it; requests
@@ -207,7 +208,8 @@ func (d *diagnoser) run(ctx context.Context, key, appID string, src diagSource, 
 	switch {
 	case c.err == nil:
 		d.cache.Add(key, c.res)
-	case !full:
+	case !full && !errors.Is(c.err, errDiagBusy):
+		// Busy is the gateway's state, not the driver's: asked again.
 		d.cache.Add(key, &diagResult{err: c.err})
 	}
 	d.mu.Lock()

@@ -381,7 +381,7 @@ func TestDiagnosesShareOneBound(t *testing.T) {
 	}))
 	t.Cleanup(large.Close)
 	h := newHarness(t, nil)
-	h.srv.diag.heldMax = 1 << 20
+	h.srv.diag.heldMax.Store(1 << 20)
 	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	su, _ := url.Parse(slow.URL)
 	lu, _ := url.Parse(large.URL)
@@ -412,5 +412,30 @@ func TestDiagnosesShareOneBound(t *testing.T) {
 	}
 	if resp, body := h.do(t, http.MethodGet, "/api/v1/applications/"+appLarge+"/diagnosis", "alice", nil); resp.StatusCode != http.StatusOK {
 		t.Errorf("the large driver's diagnosis, the bound free again = %d %.200q; want 200", resp.StatusCode, body)
+	}
+}
+
+// TestIndexStatsAfterBusy: a summary the gateway was too busy to compute
+// (diagHeldMax spent) is asked for again at the next view, not cached as
+// the driver's failure for diagnosis.cache_ttl.
+func TestIndexStatsAfterBusy(t *testing.T) {
+	t.Parallel()
+	h, _ := diagHarness(t)
+	row := func() string {
+		_, body := h.do(t, "GET", "/", "alice", nil)
+		i := strings.Index(body, `href="/app/`+appFail+`/"`)
+		if i < 0 {
+			t.Fatalf("index lacks %s", appFail)
+		}
+		return body[i : i+strings.Index(body[i:], "</tr>")]
+	}
+	const stats = "0 active jobs · 0 tasks running · 1 executor"
+	h.srv.diag.heldMax.Store(0)
+	if r := row(); strings.Contains(r, stats) {
+		t.Fatalf("row of %s with the gateway busy: %s; want no stats", appFail, r)
+	}
+	h.srv.diag.heldMax.Store(diagHeldMax)
+	if r := row(); !strings.Contains(r, stats) {
+		t.Errorf("row of %s at the next view: %s; want its stats (%q)", appFail, r, stats)
 	}
 }
