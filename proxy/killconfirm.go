@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -139,8 +140,11 @@ func (s *Server) csrfCookie(r *http.Request, prefix, value string, maxAge int) *
 }
 
 // sparkKillToken matches the per-UI token Spark 4.0.5 and later render in
-// their kill forms (<input type="hidden" name="csrfToken" value="<hex>">).
-var sparkKillToken = regexp.MustCompile(`name="csrfToken"\s+value="([0-9A-Fa-f]{1,128})"`)
+// their kill forms (<input type="hidden" name="csrfToken" value="<hex>">);
+// a match is at most killTokenSpan bytes long.
+var sparkKillToken = regexp.MustCompile(`name="csrfToken"\s{1,16}value="([0-9A-Fa-f]{1,128})"`)
+
+const killTokenSpan = 256
 
 // sendKill sends Spark's kill request to the driver, with nothing of the
 // client's request but the id. Spark 3.5 takes a GET with the id. Spark
@@ -151,6 +155,11 @@ var sparkKillToken = regexp.MustCompile(`name="csrfToken"\s+value="([0-9A-Fa-f]{
 func (s *Server) sendKill(ctx context.Context, app *discovery.App, path, id string) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*(s.cfg.DialTimeout+s.cfg.ResponseHeaderTimeout))
 	defer cancel()
+	// The kill names a job or a stage, not the app: a new connection must
+	// be confirmed to reach this app's driver, as a proxied request's is
+	// (Server.confirm, at the transport's dial). The app's port may have
+	// gone to another app since, whose job of that number this would kill.
+	ctx = contextWithState(ctx, &reqState{suspectID: app.ID})
 	token, err := s.driverKillToken(ctx, app, path)
 	if err != nil {
 		return err
@@ -203,14 +212,37 @@ func (s *Server) driverKillToken(ctx context.Context, app *discovery.App, killPa
 		return "", fmt.Errorf("reading kill form from %s: %w", u.Host, err)
 	}
 	defer func() { _ = resp.Body.Close() }() // read-only body; a close error loses nothing
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	token, err := findKillToken(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
 		return "", fmt.Errorf("reading kill form from %s: %w", u.Host, err)
 	}
-	if m := sparkKillToken.FindSubmatch(body); m != nil {
-		return string(m[1]), nil
+	return token, nil
+}
+
+// findKillToken finds sparkKillToken in a page as it is read, in a buffer
+// of 32 KiB (a driver is anyone's, and so is its page's length), each
+// byte looked at about once: what a read adds is searched with the
+// killTokenSpan bytes before it, where a match may have begun.
+func findKillToken(r io.Reader) (string, error) {
+	buf := make([]byte, 32<<10)
+	n, from := 0, 0
+	for {
+		m, err := r.Read(buf[n:])
+		n += m
+		if match := sparkKillToken.FindSubmatch(buf[from:n]); match != nil {
+			return string(match[1]), nil
+		}
+		switch {
+		case errors.Is(err, io.EOF):
+			return "", nil
+		case err != nil:
+			return "", err
+		}
+		if n == len(buf) {
+			n = copy(buf, buf[n-killTokenSpan:n])
+		}
+		from = max(0, n-killTokenSpan)
 	}
-	return "", nil
 }
 
 // csrfToken is "<unix seconds>.<mac>", the MAC binding user, path, id,

@@ -2,12 +2,14 @@ package proxy
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -435,4 +437,87 @@ func killsAt(b *backend) int {
 		}
 	}
 	return n
+}
+
+// TestKillConfirmReachesOnlyTheConfirmedDriver: a kill names a job, not
+// the app, so it must go over a connection confirmed to reach the app's
+// driver, as every proxied request does. alice opens a confirmation, her
+// driver exits and another user's app takes its port before discovery has
+// seen the end: her confirmed kill must not reach the newcomer (whose job
+// of that number it would kill), nor must the read of its kill form.
+func TestKillConfirmReachesOnlyTheConfirmedDriver(t *testing.T) {
+	t.Parallel()
+	var (
+		mu       sync.Mutex
+		replaced bool
+		asked    []string
+	)
+	h := newHarness(t, func(o *Options) {
+		o.Config.Kill = KillModifyACL
+		o.Confirm = func(_ context.Context, id string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			asked = append(asked, id)
+			if replaced {
+				return fmt.Errorf("%w: answers as app-20240101000000-0099", discovery.ErrReplaced)
+			}
+			return nil
+		}
+	})
+	target := "/app/" + appLive + "/jobs/job/kill/?id=7"
+	token, cookie := openConfirmation(t, h, target, "alice")
+	mu.Lock()
+	replaced = true
+	mu.Unlock()
+	h.srv.upstreams.transport.CloseIdleConnections() // the exited driver's connections are gone
+
+	before := len(h.drv.requests())
+	if code := postConfirmation(t, h, target, "alice", token, cookie); code == http.StatusSeeOther {
+		t.Errorf("the confirmed kill = %d; want it refused", code)
+	}
+	if n := len(h.drv.requests()) - before; n != 0 || killsAt(h.drv) != 0 {
+		t.Errorf("the replaced address got %d requests, %d kills; want none", n, killsAt(h.drv))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) == 0 || asked[len(asked)-1] != appLive {
+		t.Errorf("discovery was asked to confirm %q; want %s last", asked, appLive)
+	}
+}
+
+// TestFindKillToken: Spark 4's kill-form token is found in a page as it is
+// read, wherever the reads split it, in a fixed buffer: a driver's page
+// may be any length (16 MiB are read at most), and every confirmed kill
+// reads one.
+func TestFindKillToken(t *testing.T) {
+	t.Parallel()
+	const tok = "0123456789abcdef0123456789ABCDEF"
+	input := `<input type="hidden" name="csrfToken" value="` + tok + `">`
+	for _, pad := range []int{0, 1, 100, 32<<10 - 60, 32<<10 - 20, 32 << 10, 64<<10 - 30, 1 << 20} {
+		page := strings.Repeat("x", pad) + input + "</form>"
+		for _, chunk := range []int{1, 7, 4096, 1 << 20} {
+			if pad > 64<<10 && chunk < 4096 {
+				continue
+			}
+			got, err := findKillToken(&chunkReader{s: page, n: chunk})
+			if got != tok || err != nil {
+				t.Errorf("token after %d bytes, read %d at a time: %q, %v; want %q", pad, chunk, got, err, tok)
+			}
+		}
+	}
+	if got, err := findKillToken(strings.NewReader(strings.Repeat("<tr><td>job</td></tr>", 1000))); got != "" || err != nil {
+		t.Errorf("a page without a token: %q, %v; want none", got, err)
+	}
+	// A 16 MiB page costs its buffer, not its length.
+	big := strings.Repeat("<tr><td>job</td></tr>", (16<<20)/21) + input
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	got, _ := findKillToken(strings.NewReader(big))
+	runtime.ReadMemStats(&after)
+	if got != tok {
+		t.Errorf("token at the end of a 16 MiB page: %q; want %q", got, tok)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+		t.Errorf("reading a 16 MiB page for its token allocated %d KiB; want its buffer's 32 KiB and little more", n>>10)
+	}
 }
