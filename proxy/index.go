@@ -139,7 +139,8 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request, st *reqState
 		if !running {
 			state = "finished"
 		}
-		search := strings.ToLower(strings.Join([]string{a.ID, a.Name, a.User, state, a.SparkVersion, a.Source, a.ClusterName, a.ClusterState, a.YARNName, a.YARNQueue}, " "))
+		source := sourceShown(a.Source, admin)
+		search := strings.ToLower(strings.Join([]string{a.ID, a.Name, a.User, state, a.SparkVersion, source, a.ClusterName, a.ClusterState, a.YARNName, a.YARNQueue}, " "))
 		if !matchesAll(search, terms) {
 			continue
 		}
@@ -154,7 +155,7 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request, st *reqState
 			State:   state,
 			Running: running,
 			Version: a.SparkVersion,
-			Source:  a.Source,
+			Source:  source,
 			Link:    "/app/" + a.ID + "/",
 			Search:  search,
 
@@ -267,4 +268,16 @@ func humanDuration(d time.Duration) string {
 	default:
 		return fmt.Sprintf("%.1f d", d.Hours()/24)
 	}
+}
+
+// sourceShown is what the index shows of where an app was found: all of
+// it to admins, its kind ("probe", "log", "kubernetes") to others. The
+// rest names a driver's host and port, a log's path, a pod, a master's
+// address: where a viewer could reach the driver past the gateway.
+func sourceShown(src string, admin bool) string {
+	if admin {
+		return src
+	}
+	kind, _, _ := strings.Cut(src, ":")
+	return kind
 }

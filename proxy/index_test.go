@@ -200,3 +200,40 @@ func TestIndexShowsSourceHealthToAdmins(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexHidesDriverAddress: the index names discovery's hosts and paths
+// to admins only (README, Security model). A viewer who is no admin sees
+// where an app was found by its kind, in the row and in what the search
+// matches: not the probe's host and port nor the driver log's path, with
+// which they could reach the driver past the gateway. An admin sees all.
+func TestIndexHidesDriverAddress(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(o *Options) { o.IsAdmin = func(id Identity) bool { return id.User == "alice" } })
+	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	open := map[string]string{"spark.ui.view.acls": "bob"}
+	h.reg.Store(discovery.NewSnapshot(append(h.reg.Load().Apps(),
+		&discovery.App{ID: "app-20261201090000-0101", Name: "probed", User: "alice", StartTime: start, State: discovery.Running,
+			UIURL: h.drv.url(), Source: "probe:10.20.30.40:4047", ACLProps: open},
+		&discovery.App{ID: "app-20261201090000-0102", Name: "logged", User: "alice", StartTime: start, State: discovery.Running,
+			UIURL: h.drv.url(), Source: "log:/home/alice/secret-project/driver.log", ACLProps: open},
+	)))
+	secrets := []string{"10.20.30.40:4047", "/home/alice/secret-project/driver.log"}
+	_, body := h.do(t, "GET", "/", "bob", nil)
+	if !strings.Contains(body, "app-20261201090000-0101") || !strings.Contains(body, `<td class="source">probe`) || !strings.Contains(body, `<td class="source">log`) {
+		t.Fatalf("bob's index lacks the apps he may view, or their sources' kinds:\n%s", body)
+	}
+	for _, leak := range secrets {
+		if strings.Contains(body, leak) {
+			t.Errorf("non-admin bob's index names discovery's host or path %q", leak)
+		}
+	}
+	if _, body := h.do(t, "GET", "/?q=10.20.30.40", "bob", nil); strings.Contains(body, "app-20261201090000-0101") {
+		t.Errorf("bob's search for the driver's address finds the app: what is searched names it")
+	}
+	_, body = h.do(t, "GET", "/", "alice", nil)
+	for _, want := range secrets {
+		if !strings.Contains(body, want) {
+			t.Errorf("the index of alice (owner and admin) lacks the source %q", want)
+		}
+	}
+}
