@@ -118,13 +118,28 @@ func byNamePick(apps []*discovery.App, user string) *discovery.App {
 			return a
 		}
 	}
-	first := owner(apps[0])
+	first := ownerOf(apps[0])
 	for _, a := range apps[1:] {
-		if owner(a) != first {
+		if ownerOf(a) != first {
 			return nil
 		}
 	}
 	return apps[0]
+}
+
+// appOwner is owner's answer as parts, compared as such: a Spark user is
+// any string its driver reports, so "185 in etl" may be one, and must not
+// be taken for user 185 of namespace etl.
+type appOwner struct {
+	user, namespace string
+	operator        bool // run by the Spark operator, in namespace
+}
+
+func ownerOf(a *discovery.App) appOwner {
+	if ns, _, ok := strings.Cut(a.ClusterName, "/"); ok {
+		return appOwner{user: a.User, namespace: ns, operator: true}
+	}
+	return appOwner{user: a.User}
 }
 
 // owner is who an app answers to, for by-name links: its Spark user and,
@@ -132,8 +147,8 @@ func byNamePick(apps []*discovery.App, user string) *discovery.App {
 // cluster often run every driver as the same Spark user, each in their
 // own namespace).
 func owner(a *discovery.App) string {
-	if ns, _, ok := strings.Cut(a.ClusterName, "/"); ok {
-		return a.User + " in " + ns
+	if o := ownerOf(a); o.operator {
+		return o.user + " in " + o.namespace
 	}
 	return a.User
 }

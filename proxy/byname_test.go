@@ -252,3 +252,26 @@ func TestByNameYARN(t *testing.T) {
 		t.Errorf("index ?q=root.etl does not list the app")
 	}
 }
+
+// TestByNameOwnersComparedAsParts: for apps the Spark operator runs, the
+// by-name link's owner is the Spark user in the app's namespace. A Spark
+// user is whatever a driver reports, so mallory's driver (found by a
+// probe, no SparkApplication) that reports "185 in etl" is not team etl's
+// user 185: bob's link to etl's "orders" is ambiguous (300), not a
+// redirect to mallory's newer app.
+func TestByNameOwnersComparedAsParts(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	bob := map[string]string{"spark.ui.view.acls": "bob"}
+	h.reg.Store(discovery.NewSnapshot(append(h.reg.Load().Apps(),
+		&discovery.App{ID: "spark-aaaa01", Name: "pyspark-shell", User: "185", StartTime: start, State: discovery.Running,
+			UIURL: h.drv.url(), Source: "kubernetes:etl/orders-driver", ClusterName: "etl/orders", ACLProps: bob},
+		&discovery.App{ID: "app-20261201100000-0666", Name: "orders", User: "185 in etl", StartTime: start.Add(time.Hour), State: discovery.Running,
+			UIURL: h.drv.url(), Source: "probe:10.0.0.66:4040", ACLProps: bob},
+	)))
+	resp, body := h.do(t, "GET", "/by-name/orders/", "bob", nil)
+	if resp.StatusCode != http.StatusMultipleChoices {
+		t.Errorf("bob GET /by-name/orders/ = %d, Location %q; want 300: two owners, whatever their names spell\n%s", resp.StatusCode, resp.Header.Get("Location"), body)
+	}
+}
