@@ -46,6 +46,9 @@ func (d *Discoverer) claimConflict(t *target, info driverInfo) string {
 	if want := t.c.appID; want != "" && !sameApp(want, info.ID) {
 		return fmt.Sprintf("the source names app %s at this address", want)
 	}
+	if want := t.c.yarnUser; want != "" && info.User != want {
+		return fmt.Sprintf("the ResourceManager admitted the app as user %q", want)
+	}
 	strong := namesApp(t.c, info.ID)
 	for _, ha := range d.histByID[info.ID] {
 		if strong {

@@ -371,7 +371,7 @@ func (t *target) credit(id string, since time.Time, last candidate) (c candidate
 		cand := last
 		cand.source, cand.appID = k.source, k.appID
 		if sourceKind(k.source) != "yarn" {
-			cand.yarn, cand.yarnName, cand.yarnQueue = false, "", ""
+			cand.yarn, cand.yarnName, cand.yarnQueue, cand.yarnUser = false, "", "", ""
 		}
 		if k.appID != "" && !sameApp(k.appID, id) {
 			other = &cand

@@ -22,8 +22,10 @@ type candidate struct {
 	// report exactly this id, or the candidate is refused.
 	appID string
 	// yarnName and yarnQueue are the ResourceManager's application name
-	// and queue of a yarn candidate.
-	yarnName, yarnQueue string
+	// and queue of a yarn candidate, yarnUser the user it admitted the app
+	// as (authenticated, on a secure cluster): the driver must report
+	// that user, its own claim being anyone's (SPARK_USER).
+	yarnName, yarnQueue, yarnUser string
 	// seen is when the source began the read that found it (zero: when
 	// offered): an offer vouches for what was there then, not later.
 	seen time.Time

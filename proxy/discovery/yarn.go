@@ -9,7 +9,8 @@ import (
 // yarnSource lists RUNNING apps of a ResourceManager. The candidate is the
 // app's tracking URL, which is the RM web proxy (/proxy/<appId>/): the
 // driver's AmIpFilter redirects anyone else to it. The RM's application
-// name and queue go onto the app (App.YARNName, App.YARNQueue).
+// name and queue go onto the app (App.YARNName, App.YARNQueue); the user
+// it admitted the app as is the one the driver must report.
 type yarnSource struct {
 	base *url.URL
 	c    *client
@@ -22,6 +23,7 @@ func (y *yarnSource) candidates(ctx context.Context) ([]candidate, error) {
 		Apps *struct {
 			App []struct {
 				ID          string `json:"id"`
+				User        string `json:"user"`
 				Name        string `json:"name"`
 				Queue       string `json:"queue"`
 				State       string `json:"state"`
@@ -46,7 +48,7 @@ func (y *yarnSource) candidates(ctx context.Context) ([]candidate, error) {
 		if err != nil {
 			continue
 		}
-		out = append(out, candidate{url: ui, source: y.name(), yarn: true, appID: a.ID, yarnName: a.Name, yarnQueue: a.Queue})
+		out = append(out, candidate{url: ui, source: y.name(), yarn: true, appID: a.ID, yarnName: a.Name, yarnQueue: a.Queue, yarnUser: a.User})
 	}
 	return out, nil
 }

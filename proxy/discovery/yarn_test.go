@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,7 +24,7 @@ func TestDiscovererYARNNameAndQueue(t *testing.T) {
 	}
 	var parsed struct {
 		Apps struct {
-			App []struct{ ID, Name, Queue string } `json:"app"`
+			App []struct{ ID, User, Name, Queue string } `json:"app"`
 		} `json:"apps"`
 	}
 	if err := json.Unmarshal(rec, &parsed); err != nil || len(parsed.Apps.App) != 1 {
@@ -35,6 +36,7 @@ func TestDiscovererYARNNameAndQueue(t *testing.T) {
 	}
 	// The driver behind the RM's web proxy, /proxy/<id>/.
 	drv := newFakeDriver(t, want.ID)
+	drv.claim(want.ID, want.User) // the user the RM admitted it as
 	proxy := httptest.NewServer(http.StripPrefix("/proxy/"+want.ID, http.HandlerFunc(drv.serve)))
 	t.Cleanup(proxy.Close)
 	tracking := regexp.MustCompile(`("trackingUrl"\s*:\s*")https?://[^/"]+/`)
@@ -65,5 +67,40 @@ func TestDiscovererYARNNameAndQueue(t *testing.T) {
 	})
 	if a, _ := reg.Lookup(want.ID); a.YARNName != want.Name || !strings.HasPrefix(a.Source, "yarn:") {
 		t.Errorf("after the move: YARN name %q, source %q; want %q, yarn:…", a.YARNName, a.Source, want.Name)
+	}
+}
+
+// TestYARNDriverReportsAdmittedUser: the owner of an app a ResourceManager
+// runs is the user it admitted the app as; what the driver says of itself
+// is anyone's (SPARK_USER=alice, or a process of mallory's behind the RM's
+// proxy). mallory's app reporting alice is not published as alice's (her
+// by-name links and the index would follow it), and the claim is counted;
+// once the driver reports mallory it is published as hers.
+func TestYARNDriverReportsAdmittedUser(t *testing.T) {
+	t.Parallel()
+	const id = "application_1796138513974_0042"
+	drv := newFakeDriver(t, id)
+	drv.claim(id, "alice")
+	proxy := httptest.NewServer(http.StripPrefix("/proxy/"+id, http.HandlerFunc(drv.serve)))
+	t.Cleanup(proxy.Close)
+	rm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/ws/v1/cluster/apps" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"apps":{"app":[{"id":%q,"user":"mallory","name":"nightly-etl","queue":"default","state":"RUNNING",`+
+			`"trackingUI":"ApplicationMaster","trackingUrl":"%s/proxy/%s/"}]}}`, id, proxy.URL, id)
+	}))
+	t.Cleanup(rm.Close)
+	d, reg := startDiscoverer(t, Config{YARN: []URLSource{{URL: rm.URL}}})
+	eventually(t, "the claim is counted", func() bool { return d.Conflicts()["yarn"] >= 1 })
+	if a, ok := reg.Lookup(id); ok {
+		t.Fatalf("%s, admitted as mallory, reporting alice: published as %+v; want it refused", id, a)
+	}
+	drv.claim(id, "mallory")
+	waitFor(t, reg, id+" live", live(id))
+	if a, _ := reg.Lookup(id); a.User != "mallory" {
+		t.Errorf("%s reporting the admitted user: owner %q; want mallory", id, a.User)
 	}
 }
