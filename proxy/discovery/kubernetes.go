@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -77,8 +78,16 @@ type kubeSource struct {
 	err      error
 	netErr   error                 // the last request's network error, nil once one answers
 	clusters map[string]clusterApp // SparkApplications by namespace/name
-	now      func() time.Time
+	// runs remembers the SparkApplication each app id ran under: once the
+	// operator starts the next run, the status names that one, and the
+	// earlier runs (ended, still listed) keep their name and namespace,
+	// which their by-name links and owners are made of.
+	runs *lru.Cache[string, clusterApp]
+	now  func() time.Time
 }
+
+// maxRuns bounds kubeSource.runs: the runs a History Server may still list.
+const maxRuns = 16384
 
 // clusterApp is what the Spark operator says about one SparkApplication.
 type clusterApp struct {
@@ -105,7 +114,8 @@ func newKubeSource(cfg KubernetesSource, logger *zap.Logger) (*kubeSource, error
 	// client-go logs through klog; its errors reach our log through the
 	// watch error handlers instead.
 	klogOnce.Do(func() { klog.SetLogger(logr.Discard()) })
-	k := &kubeSource{cfg: cfg, rest: rc, selector: sel, log: logger, clusters: map[string]clusterApp{}, now: time.Now}
+	runs, _ := lru.New[string, clusterApp](maxRuns) // fails only for a size under 1
+	k := &kubeSource{cfg: cfg, rest: rc, selector: sel, log: logger, clusters: map[string]clusterApp{}, runs: runs, now: time.Now}
 	// The reflector retries a refused watch quietly; the transport sees it.
 	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &netHealth{next: rt, k: k} })
 	k.clients = func() (kubernetes.Interface, dynamic.Interface, error) {
@@ -469,12 +479,15 @@ func (k *kubeSource) onSparkApp(obj any, deleted bool, push func(pushed)) {
 }
 
 // clusterAppFor finds the SparkApplication of an app: by the id in its
-// status, else by its driver pod's spark-app-selector label.
+// status, else by its driver pod's spark-app-selector label, else (an
+// earlier run, the status naming a later one) the one it was found under
+// before, with no state: the SparkApplication's is its latest run's.
 func (k *kubeSource) clusterAppFor(appID string) (clusterApp, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for _, ca := range k.clusters {
 		if ca.appID == appID {
+			k.runs.Add(appID, ca)
 			return ca, true
 		}
 	}
@@ -485,9 +498,14 @@ func (k *kubeSource) clusterAppFor(appID string) (clusterApp, bool) {
 		for _, inf := range k.pods {
 			obj, ok, _ := inf.GetStore().GetByKey(ca.namespace + "/" + ca.driverPod)
 			if p, isPod := obj.(*corev1.Pod); ok && isPod && p.Labels[labelAppID] == appID {
+				k.runs.Add(appID, ca)
 				return ca, true
 			}
 		}
+	}
+	if ca, ok := k.runs.Get(appID); ok {
+		ca.state = ""
+		return ca, true
 	}
 	return clusterApp{}, false
 }

@@ -312,3 +312,56 @@ func TestKubeSourceHealthRefused(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestSparkApplicationRunsKeepTheirName: an app the Spark operator runs
+// takes its by-name name and its namespace (its owner's half) from its
+// SparkApplication. Once the operator restarts the job, the status names
+// the next run, whose driver is still starting: the earlier run (ended,
+// still listed) must keep being team etl's "orders", or in that window
+// /by-name/orders/ holds none of etl's runs and anyone's app of that name
+// is where a bookmark leads. It keeps no state: the SparkApplication's is
+// the next run's.
+func TestSparkApplicationRunsKeepTheirName(t *testing.T) {
+	t.Parallel()
+	drv := newFakeDriver(t, "spark-run1")
+	_, portS, _ := net.SplitHostPort(drv.url().Host)
+	port, _ := strconv.Atoi(portS)
+	reg := NewRegistry()
+	d := New(Config{Interval: time.Hour, Kubernetes: &KubernetesSource{APIServer: "http://127.0.0.1:1"}}, reg, zaptest.NewLogger(t))
+	cs, dyn := fakeKube(t, d.kube)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	pods := cs.CoreV1().Pods("etl")
+	if _, err := pods.Create(ctx, driverPod("etl", "orders-driver", "spark-run1", port, corev1.PodRunning, "127.0.0.1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sas := dyn.Resource(sparkAppGVR).Namespace("etl")
+	if _, err := sas.Create(ctx, sparkApp("etl", "orders", "RUNNING", "spark-run1", "orders-driver"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, reg, "run 1 live as SparkApplication etl/orders", func(s *Snapshot) bool {
+		a, ok := s.Lookup("spark-run1")
+		return ok && a.Live() && a.ClusterName == "etl/orders" && a.ClusterState == "RUNNING"
+	})
+	// The job fails and the operator restarts it: run 1's pod goes, the
+	// status names run 2, whose driver is still starting.
+	if err := pods.Delete(ctx, "orders-driver", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, reg, "run 1 ended", ended("spark-run1"))
+	if _, err := sas.Update(ctx, sparkApp("etl", "orders", "SUBMITTED", "spark-run2", "orders-driver"), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The update is republished (the SparkApplication's state is its
+	// latest run's); run 1 is still etl's "orders", with no state.
+	waitFor(t, reg, "run 1 republished after the status named run 2", func(s *Snapshot) bool {
+		a, ok := s.Lookup("spark-run1")
+		return ok && a.ClusterState != "RUNNING"
+	})
+	if a, _ := reg.Lookup("spark-run1"); a.ClusterName != "etl/orders" || a.ClusterState != "" {
+		t.Errorf("run 1 once the status names run 2: SparkApplication %q, state %q; want etl/orders, none", a.ClusterName, a.ClusterState)
+	}
+}
