@@ -90,7 +90,11 @@ func (a *Authenticator) refreshShared(ctx context.Context, value string, key [32
 		}
 		tok, ok, err := a.shared.lock(ctx, lockName, lockTTL)
 		if err != nil {
-			return a.refreshAlone(ctx, key, s)
+			// The store is down, and with it what the other replicas
+			// revoked: a sign-out queued there is kept for one TTL once
+			// written, so no value renewed now may outlive the session's
+			// own expiry. The identity is renewed, the session's time not.
+			return a.refreshAlone(ctx, key, s, true)
 		}
 		if ok {
 			defer a.shared.unlock(ctx, lockName, tok)
@@ -99,7 +103,7 @@ func (a *Authenticator) refreshShared(ctx context.Context, value string, key [32
 			if ns := a.sharedRenewed(ctx, value, key, s); ns != nil {
 				return ns, nil
 			}
-			ns, err := a.refreshAlone(ctx, key, s)
+			ns, err := a.refreshAlone(ctx, key, s, false)
 			if err != nil {
 				return nil, err
 			}
@@ -121,10 +125,14 @@ func (a *Authenticator) refreshShared(ctx context.Context, value string, key [32
 	}
 }
 
-// refreshAlone renews s with the provider and remembers the result here.
-func (a *Authenticator) refreshAlone(ctx context.Context, key [32]byte, s *session) (*session, error) {
+// refreshAlone renews s with the provider and remembers the result here;
+// with keepExpiry the renewed session ends when s does.
+func (a *Authenticator) refreshAlone(ctx context.Context, key [32]byte, s *session, keepExpiry bool) (*session, error) {
 	ns, err := a.refreshSession(ctx, s)
 	if err == nil {
+		if keepExpiry && ns.Expiry.After(s.Expiry) {
+			ns.Expiry = s.Expiry
+		}
 		a.refreshed.Add(key, ns)
 	}
 	return ns, err

@@ -416,3 +416,85 @@ func TestClaimOnceAcrossReplicas(t *testing.T) {
 		}
 	}
 }
+
+// TestSignOutOutlivesOutageRenewal: with the Redis store a sign-out is
+// revoked on every replica, and on replicas started later, for one session
+// TTL, which no cookie value of the sign-in outlives (README, Replicas). A
+// replica that fails open while the store is down still renews a cookie
+// (a copy taken before the sign-out, used after its ID token's expiry): the
+// renewal must not give the session more time than it had, or, once the
+// store has forgotten the revocation, the renewed value is good again past
+// the signed-out session's TTL, and renews itself on from there.
+func TestSignOutOutlivesOutageRenewal(t *testing.T) {
+	e := newReplicaEnv(t, StoreRedis)
+	c := e.signIn(t)
+	stolen := e.copyOf(t, c)
+	e.redis.stop()
+
+	// The owner signs out on replica a during the outage: queued.
+	post(t, c, e.a.srv.URL+"/oauth2/logout", e.a.srv.URL)
+
+	// The thief uses the copy on replica b after the ID token's expiry:
+	// b fails open and renews it.
+	e.clock.Advance(10 * time.Minute)
+	b := e.b.auth.Load()
+	rec := httptest.NewRecorder()
+	b.Middleware(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})).ServeHTTP(rec, cookieRequest(t, stolen, e.a.srv.URL))
+	var renewed []*http.Cookie
+	for _, ck := range rec.Result().Cookies() {
+		if isSessionCookieName(ck.Name, sessionCookie) && ck.Value != "" {
+			renewed = append(renewed, ck)
+		}
+	}
+	if len(renewed) == 0 {
+		t.Fatal("replica b did not renew the copied cookie during the outage")
+	}
+
+	// The store returns; the queued sign-out is written and holds.
+	e.redis.start()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		sa, _ := e.a.auth.Load().StoreStats()
+		sb, _ := e.b.auth.Load().StoreStats()
+		if sa.Up && sb.Up && sa.Pending == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("store never up again: a %+v, b %+v", sa, sb)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	req := func(cks []*http.Cookie) *http.Request {
+		r := httptest.NewRequest(http.MethodGet, "/p", nil)
+		for _, ck := range cks {
+			r.AddCookie(&http.Cookie{Name: ck.Name, Value: ck.Value})
+		}
+		return r
+	}
+	if _, ok, _ := e.b.auth.Load().Authenticate(req(renewed)); ok {
+		t.Fatal("renewed copy accepted right after the store returned; the sign-out should hold then")
+	}
+
+	// One session TTL after the sign-out the store forgets it (its key's
+	// TTL, stood for here by deleting the key), and a replica started since
+	// has never seen it.
+	e.clock.Advance(e.cfg.Session.TTL - 5*time.Minute)
+	keys, err := e.redis.client().Keys(context.Background(), e.cfg.Session.Redis.KeyPrefix+"revoked:*").Result()
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("revoked keys = %v, %v; want one", keys, err)
+	}
+	if ttl, _ := e.redis.client().PTTL(context.Background(), keys[0]).Result(); ttl > e.cfg.Session.TTL {
+		t.Fatalf("revocation kept %v; want at most the session TTL", ttl)
+	}
+	e.redis.client().Del(context.Background(), keys...)
+	restarted := e.b.use(t, e.cfg)
+	t.Cleanup(func() { _ = restarted.Close() })
+
+	if _, ok, _ := restarted.Authenticate(cookieRequest(t, stolen, e.a.srv.URL)); ok {
+		t.Error("the copy as taken before the sign-out accepted one TTL later; want refused (control)")
+	}
+	if id, ok, err := restarted.Authenticate(req(renewed)); ok {
+		t.Errorf("a signed-out session (sign-out %v ago, session TTL %v) is accepted again as %q (err %v): "+
+			"the copy renewed during the store outage outlives its revocation", 10*time.Minute+e.cfg.Session.TTL-5*time.Minute, e.cfg.Session.TTL, id.User, err)
+	}
+}
