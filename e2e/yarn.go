@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -245,7 +246,35 @@ type YARNDriverOptions struct {
 // is then ACCEPTED or RUNNING in the ResourceManager). Spark's own jars are
 // used in place (spark.yarn.jars=local:...), nothing is uploaded but the
 // conf archive.
+//
+// A driver that dies of Spark's own start-up race on YARN (SparkUI's
+// handlers attached while the YARN backend adds its AmIpFilter to them:
+// a ConcurrentModificationException in SparkUI.attachAllHandlers, seen
+// once in many CI runs with 4.0.5) is submitted once more; its log is kept
+// beside the new one (.1).
 func StartYARNDriver(ctx context.Context, root string, home SparkHome, y *MiniYARN, opt YARNDriverOptions) (*Driver, error) {
+	d, err := startYARNDriver(ctx, root, home, y, opt)
+	if err == nil || !sparkUIRace(opt.LogPath) {
+		return d, err
+	}
+	if rerr := os.Rename(opt.LogPath, opt.LogPath+".1"); rerr != nil {
+		return nil, errors.Join(err, rerr)
+	}
+	return startYARNDriver(ctx, root, home, y, opt)
+}
+
+// sparkUIRace reports whether a driver's log shows Spark's start-up race
+// (see StartYARNDriver).
+func sparkUIRace(logPath string) bool {
+	b, err := os.ReadFile(logPath) //nolint:gosec // G304: the test's own driver log
+	if err != nil {
+		return false
+	}
+	i := bytes.Index(b, []byte("java.util.ConcurrentModificationException"))
+	return i >= 0 && bytes.Contains(b[i:], []byte("SparkUI.attachAllHandlers"))
+}
+
+func startYARNDriver(ctx context.Context, root string, home SparkHome, y *MiniYARN, opt YARNDriverOptions) (*Driver, error) {
 	events := filepath.Join(opt.WorkDir, "events")
 	if err := os.MkdirAll(events, 0o755); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", events, err)
