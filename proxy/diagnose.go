@@ -95,11 +95,20 @@ const (
 )
 
 var (
-	// errDiagTooLarge is a diagnosis whose answers pass its bounds.
+	// errDiagTooLarge is a diagnosis whose answers pass its bounds
+	// (a *diagBoundError names which).
 	errDiagTooLarge = errors.New("the app's REST answers are larger than a diagnosis reads")
 	// errDiagBusy is one that found diagHeldMax spent by others.
 	errDiagBusy = errors.New("the gateway is reading other diagnoses")
 )
+
+// diagBoundError is a diagnosis past one of its bounds, which it names in
+// words alone: what a user is shown of it (serveDiagnosis), unlike the
+// errors it may be joined with, which name the driver's address.
+type diagBoundError struct{ bound string }
+
+func (e *diagBoundError) Error() string        { return errDiagTooLarge.Error() + " (" + e.bound + ")" }
+func (e *diagBoundError) Is(target error) bool { return target == errDiagTooLarge }
 
 // diagBudget is what is left of one diagnosis's bounds, shared by the
 // answers it reads at once, and what it took of the gateway's.
@@ -120,7 +129,7 @@ func (d *diagnoser) newBudget() *diagBudget {
 // the gateway's.
 func (b *diagBudget) take(left *atomic.Int64, bound int64, what string, n int) error {
 	if left.Add(-int64(n)) < 0 {
-		return fmt.Errorf("%w (%d MiB %s)", errDiagTooLarge, bound>>20, what)
+		return &diagBoundError{fmt.Sprintf("%d MiB %s", bound>>20, what)}
 	}
 	if b.d.held.Add(int64(n)) > b.d.heldMax.Load() {
 		b.d.held.Add(-int64(n))
@@ -255,7 +264,9 @@ func (d *diagnoser) compute(ctx context.Context, appID string, src diagSource, f
 		func() { get("/stages", &in.Stages, false) },
 		func() { get("/allexecutors", &in.Executors, false) },
 		// Apps without Spark SQL have no /sql: no SQL findings then.
-		func() { get("/sql?details=false", &in.SQL, true) },
+		// Without each query's plan text, which the rules do not read and
+		// which is most of the answer (planDescription, Spark 3.1 on).
+		func() { get("/sql?details=false&planDescription=false", &in.SQL, true) },
 	})
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -404,7 +415,7 @@ func decodeList[T any](dec *json.Decoder, budget *diagBudget, size func(*T) int)
 	var out []T
 	for dec.More() {
 		if len(out) == diagListMax {
-			return nil, fmt.Errorf("%w (over %d elements in a list)", errDiagTooLarge, diagListMax)
+			return nil, &diagBoundError{fmt.Sprintf("over %d elements in a list", diagListMax)}
 		}
 		var v T
 		if err := dec.Decode(&v); err != nil {

@@ -104,9 +104,14 @@ func (s *Server) serveDiagnosis(w http.ResponseWriter, r *http.Request, st *reqS
 		switch {
 		case errors.Is(err, errDiagBusy):
 			he.Status, he.Msg = http.StatusServiceUnavailable, "the gateway is reading other apps' data for their diagnoses; try again in a moment"
-		case errors.Is(err, errDiagTooLarge) || errors.Is(err, diagnosis.ErrTooMany):
-			// Trying again will not help: say why.
-			he.Msg = "the application's data from " + src.label + " is larger than a diagnosis reads: " + err.Error()
+		case errors.As(err, new(*diagBoundError)):
+			// Trying again will not help: say why, in words alone (the
+			// errors joined to it name the driver's address).
+			var be *diagBoundError
+			errors.As(err, &be)
+			he.Msg = "the application's data from " + src.label + " is larger than a diagnosis reads: " + be.bound
+		case errors.Is(err, diagnosis.ErrTooMany):
+			he.Msg = "the application's data from " + src.label + " is larger than a diagnosis reads: a list of ids or values too long"
 		}
 		return he
 	}

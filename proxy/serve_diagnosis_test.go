@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -308,7 +309,7 @@ func TestDiagnosisBoundedInMemory(t *testing.T) {
 		name, list, body, want string
 	}{
 		{"elements", "stages", repeat("[", "{}", "]", 1_400_000), "over 20000 elements"},
-		{"ids in a job", "jobs", repeat("[", repeat(`{"jobId":1,"stageIds":[`, "1", `]}`, 2_000_000), "]", 1), "more numbers than"},
+		{"ids in a job", "jobs", repeat("[", repeat(`{"jobId":1,"stageIds":[`, "1", `]}`, 2_000_000), "]", 1), "a list of ids or values too long"},
 		{"decoded", "jobs", repeat("[", ids, "]", 50), "MiB decoded"},
 		{"bytes", "stages", `[{"name":"` + strings.Repeat("a", 40<<20) + `"}]`, "MiB sent"},
 	}
@@ -437,5 +438,143 @@ func TestIndexStatsAfterBusy(t *testing.T) {
 	h.srv.diag.heldMax.Store(diagHeldMax)
 	if r := row(); !strings.Contains(r, stats) {
 		t.Errorf("row of %s at the next view: %s; want its stats (%q)", appFail, r, stats)
+	}
+}
+
+// TestDiagnosisOfAppWithSQLPlans: a diagnosis's bounds hold a real app of
+// Spark's default retention (1000 jobs, stages and SQL executions), each
+// with a 5 KB statement (a Thrift Server's or a notebook's) and 24 KB
+// plans: /sql?details=false sends each execution's planDescription unless
+// asked planDescription=false (Spark 3.1 on), which the diagnosis asks, as
+// its rules read no plan. With the plans, the answers are 41 MiB.
+func TestDiagnosisOfAppWithSQLPlans(t *testing.T) {
+	t.Parallel()
+	const n = 1000 // Spark's default retention of jobs, stages and SQL executions
+	read := func(name string) []map[string]any {
+		b, err := os.ReadFile(filepath.Join("diagnosis", "testdata", "3.5.9-healthy", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v []map[string]any
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	job, stage, sql := read("jobs.json")[0], read("stages.json")[0], read("sql.json")[0]
+	plan := sql["planDescription"].(string)
+	for len(plan) < 24_000 {
+		plan += "\n(" + fmt.Sprint(len(plan)) + ") BroadcastHashJoin [codegen id : 7]\nLeft keys [1]: [customer_id#1234L]\nRight keys [1]: [customer_id#5678L]\n" +
+			"Output [24]: [" + strings.TrimSuffix(strings.Repeat("col_abcdefgh#12345L, ", 24), ", ") + "]\n"
+	}
+	// The statement each job, stage and execution was run for (a Thrift
+	// Server's or a notebook's: spark.job.description), 5 KB of SQL.
+	stmt := "SELECT " + strings.TrimSuffix(strings.Repeat("o.col_abcdefgh, ", 300), ", ") + " FROM orders o JOIN customers c ON o.customer_id = c.id"
+	var jobs, stages, sqls []map[string]any
+	for i := range n {
+		j := map[string]any{}
+		for k, v := range job {
+			j[k] = v
+		}
+		j["jobId"], j["stageIds"], j["status"], j["description"] = i, []int{i}, "SUCCEEDED", stmt
+		jobs = append(jobs, j)
+		s := map[string]any{}
+		for k, v := range stage {
+			s[k] = v
+		}
+		s["stageId"], s["status"], s["description"] = i, "COMPLETE", stmt
+		stages = append(stages, s)
+		q := map[string]any{}
+		for k, v := range sql {
+			q[k] = v
+		}
+		q["id"], q["planDescription"], q["successJobIds"], q["description"] = i, plan, []int{i}, stmt
+		delete(q, "nodes")
+		delete(q, "edges")
+		sqls = append(sqls, q)
+	}
+	enc := func(v any) []byte { b, _ := json.Marshal(v); return b }
+	lists := map[string][]byte{"jobs": enc(jobs), "stages": enc(stages), "sql": enc(sqls)}
+	for _, q := range sqls {
+		delete(q, "planDescription")
+	}
+	noPlans := enc(sqls)
+	total := 0
+	for name, b := range lists {
+		total += len(b)
+		if len(b) >= diagRawMax {
+			t.Fatalf("/%s alone is %d bytes; the test wants each answer under the bound", name, len(b))
+		}
+	}
+	drv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m := restPath.FindStringSubmatch(r.URL.Path)
+		if m != nil && m[4] == "" {
+			if b, ok := lists[m[1]]; ok {
+				if m[1] == "sql" && r.URL.Query().Get("planDescription") == "false" {
+					b = noPlans
+				}
+				// As a network delivers it: in pieces, not all at once.
+				w.Header().Set("Content-Type", "application/json")
+				for len(b) > 0 {
+					k := min(len(b), 16<<10)
+					if _, err := w.Write(b[:k]); err != nil {
+						return
+					}
+					w.(http.Flusher).Flush()
+					b = b[k:]
+					time.Sleep(20 * time.Microsecond)
+				}
+				return
+			}
+		}
+		serveCaptured(w, r, "3.5.9-healthy")
+	}))
+	t.Cleanup(drv.Close)
+	h := newHarness(t, func(o *Options) { o.Diagnosis.FetchTimeout = 20 * time.Second })
+	u, _ := url.Parse(drv.URL)
+	const id = "app-20240101000000-0777"
+	h.reg.Store(discovery.NewSnapshot(append(h.reg.Load().Apps(),
+		&discovery.App{ID: id, Name: "thriftserver", User: "alice", StartTime: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC),
+			State: discovery.Running, UIURL: u, Source: "static"})))
+	resp, body := h.do(t, http.MethodGet, "/api/v1/applications/"+id+"/diagnosis", "alice", nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("diagnosis of an app of %d jobs, stages and SQL executions (24 KB plans; %.1f MiB in all with the plans) = %d %.300q; want 200",
+			n, float64(total)/(1<<20), resp.StatusCode, body)
+	}
+}
+
+// TestDiagnosisErrorNamesNoDriverAddress: error pages say "the driver",
+// never where it listens (a viewer could reach it past the gateway). A
+// diagnosis past its bounds says which bound, in words alone: the errors
+// joined to it (another call that failed in the network at the same time,
+// net/http's, naming the URL) are for the log. Found by a review.
+func TestDiagnosisErrorNamesNoDriverAddress(t *testing.T) {
+	t.Parallel()
+	drv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/stages"):
+			// More elements than a list holds: "larger than a diagnosis reads".
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, "["+strings.Repeat("{},", diagListMax)+"{}]")
+		case strings.HasSuffix(r.URL.Path, "/allexecutors"):
+			time.Sleep(time.Second) // past the transport's response header timeout
+			serveCaptured(w, r, "3.5.9-healthy")
+		default:
+			serveCaptured(w, r, "3.5.9-healthy")
+		}
+	}))
+	t.Cleanup(drv.Close)
+	u, _ := url.Parse(drv.URL)
+	h := newHarness(t, nil) // response header timeout 500 ms
+	const id = "app-20240101000000-0778"
+	h.reg.Store(discovery.NewSnapshot(append(h.reg.Load().Apps(),
+		&discovery.App{ID: id, Name: "big", User: "alice", StartTime: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC),
+			State: discovery.Running, UIURL: u, Source: "probe:" + u.Host, ACLProps: map[string]string{"spark.ui.view.acls": "bob"}})))
+	for _, path := range []string{"/api/v1/applications/" + id + "/diagnosis", "/app/" + id + "/_/diagnosis"} {
+		h.srv.diag.cache.Purge()
+		resp, body := h.do(t, http.MethodGet, path, "bob", nil)
+		if strings.Contains(body, u.Host) || !strings.Contains(body, "over 20000 elements in a list") {
+			t.Errorf("GET %s as bob (a viewer) = %d, names the driver's address %s: %.400q", path, resp.StatusCode, u.Host, body)
+		}
 	}
 }

@@ -6,7 +6,7 @@ U=$1/api/v1/applications/$2; O=$3; mkdir -p $O
 curl -sf $U/jobs > $O/jobs.json
 curl -sf "$U/stages" > $O/stages.json
 curl -sf $U/allexecutors > $O/allexecutors.json
-curl -sf "$U/sql?details=false" > $O/sql.json || echo '[]' > $O/sql.json
+curl -sf "$U/sql?details=false&planDescription=false" > $O/sql.json || echo '[]' > $O/sql.json
 for sa in $(python3 -c "import json,sys; [print('%d/%d'%(s['stageId'],s['attemptId'])) for s in json.load(open('$O/stages.json'))]"); do
   f=$(echo $sa | tr / _)
   curl -sf "$U/stages/$sa/taskSummary?quantiles=0.5,0.75,0.95,1.0" > $O/taskSummary_$f.json || true
