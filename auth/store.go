@@ -181,16 +181,16 @@ func (s *shared) flush() bool {
 		ids[id] = at
 	}
 	s.mu.Unlock()
-	for id, at := range ids {
-		left := s.ttl - s.now().Sub(at)
-		if left > 0 {
-			ctx, cancel := s.ctx(context.Background())
-			err := s.store.revoke(ctx, id, left)
-			cancel()
-			if err != nil {
-				s.errs[OpRevoke].Add(1)
-				return false
-			}
+	for id := range ids {
+		// A whole TTL from now, not from the sign-out: while it was
+		// queued here, a replica whose store answered may have renewed a
+		// copy of the session, to a whole TTL from then.
+		ctx, cancel := s.ctx(context.Background())
+		err := s.store.revoke(ctx, id, s.ttl)
+		cancel()
+		if err != nil {
+			s.errs[OpRevoke].Add(1)
+			return false
 		}
 		s.mu.Lock()
 		delete(s.pending, id)
