@@ -97,16 +97,22 @@ func (a *Authenticator) endSessionURL(idToken string) string {
 // Origin) with every POST; it must say same-origin. Without either header
 // the sender is not a browser that another site could drive.
 //
-// It must also be the browser's own navigation (a form posted), not a
+// It must also be the user's own navigation (the button clicked), not a
 // script's request: the answer's way to the provider's sign-out holds the
 // session's ID token, which a bearer token may be, and a script of a page
 // on the gateway's origin (a driver's page, without proxy.app_domain)
 // must not read it. fetch and XMLHttpRequest say Sec-Fetch-Mode cors,
-// no-cors or same-origin; a browser too old to send it (Safari before
-// 16.4) is judged by Origin alone.
+// no-cors or same-origin; a form a script submits (into a window it
+// opened and can read) sends no Sec-Fetch-User. A browser too old to send
+// fetch metadata (Safari before 16.4) is judged by Origin alone.
 func (a *Authenticator) sameOrigin(r *http.Request) (bool, string) {
-	if mode := r.Header.Get("Sec-Fetch-Mode"); mode != "" && mode != "navigate" {
-		return false, "Sec-Fetch-Mode: " + mode
+	if mode := r.Header.Get("Sec-Fetch-Mode"); mode != "" {
+		if mode != "navigate" {
+			return false, "Sec-Fetch-Mode: " + mode
+		}
+		if r.Header.Get("Sec-Fetch-User") != "?1" {
+			return false, "no Sec-Fetch-User: not the user's click"
+		}
 	}
 	if dest := r.Header.Get("Sec-Fetch-Dest"); dest != "" && dest != "document" {
 		return false, "Sec-Fetch-Dest: " + dest

@@ -26,6 +26,7 @@ func post(t testing.TB, c *http.Client, u, origin string) (*http.Response, strin
 	req.Header.Set("Sec-Fetch-Site", site)
 	req.Header.Set("Sec-Fetch-Mode", "navigate")
 	req.Header.Set("Sec-Fetch-Dest", "document")
+	req.Header.Set("Sec-Fetch-User", "?1")
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatalf("POST %s: %v", u, err)
@@ -111,7 +112,10 @@ func TestLogoutRefusesCrossSite(t *testing.T) {
 		// holds the ID token, a bearer token.
 		{"a script's fetch from the gateway's origin", map[string]string{"Sec-Fetch-Site": "same-origin", "Sec-Fetch-Mode": "cors", "Sec-Fetch-Dest": "empty", "Origin": e.gw.srv.URL}},
 		{"a script's no-cors fetch", map[string]string{"Sec-Fetch-Site": "same-origin", "Sec-Fetch-Mode": "no-cors", "Sec-Fetch-Dest": "empty", "Origin": e.gw.srv.URL}},
-		{"a form posted into a frame", map[string]string{"Sec-Fetch-Site": "same-origin", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "iframe", "Origin": e.gw.srv.URL}},
+		{"a form posted into a frame", map[string]string{"Sec-Fetch-Site": "same-origin", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "iframe", "Sec-Fetch-User": "?1", "Origin": e.gw.srv.URL}},
+		// A form a script submits into a window it opened (whose page it
+		// could read): a navigation of a document, but not the user's.
+		{"a form a script submits into a window", map[string]string{"Sec-Fetch-Site": "same-origin", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document", "Origin": e.gw.srv.URL}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

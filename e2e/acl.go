@@ -352,6 +352,7 @@ func SignOut(ctx context.Context, c *http.Client, gwURL string) (*url.URL, []byt
 	req.Header.Set("Sec-Fetch-Site", "same-origin")
 	req.Header.Set("Sec-Fetch-Mode", "navigate")
 	req.Header.Set("Sec-Fetch-Dest", "document")
+	req.Header.Set("Sec-Fetch-User", "?1")
 	resp, err := c.Do(req)
 	if err != nil {
 		return nil, nil, fmt.Errorf("POST /oauth2/logout: %w", err)
