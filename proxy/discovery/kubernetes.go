@@ -482,32 +482,60 @@ func (k *kubeSource) onSparkApp(obj any, deleted bool, push func(pushed)) {
 // status, else by its driver pod's spark-app-selector label, else (an
 // earlier run, the status naming a later one) the one it was found under
 // before, with no state: the SparkApplication's is its latest run's.
-func (k *kubeSource) clusterAppFor(appID string) (clusterApp, bool) {
+//
+// An app found as a driver pod belongs to a SparkApplication of the pod's
+// namespace only: another namespace's, whose status or label names the
+// app's id, is anyone's who may edit there. Only such a match, checked by
+// the pod's namespace, is remembered, and the memory serves only that
+// app's own records (its pod's, or a History Server's once it has
+// ended), never a driver found otherwise that reports the id.
+func (k *kubeSource) clusterAppFor(a *App) (clusterApp, bool) {
+	podNS := podNamespace(a.Source)
+	fits := func(ca clusterApp) bool { return podNS == "" || ca.namespace == podNS }
+	remember := func(ca clusterApp) {
+		if podNS != "" {
+			k.runs.Add(a.ID, ca)
+		}
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for _, ca := range k.clusters {
-		if ca.appID == appID {
-			k.runs.Add(appID, ca)
+		if ca.appID == a.ID && fits(ca) {
+			remember(ca)
 			return ca, true
 		}
 	}
 	for _, ca := range k.clusters {
-		if ca.appID != "" || ca.driverPod == "" {
+		if ca.appID != "" || ca.driverPod == "" || !fits(ca) {
 			continue
 		}
 		for _, inf := range k.pods {
 			obj, ok, _ := inf.GetStore().GetByKey(ca.namespace + "/" + ca.driverPod)
-			if p, isPod := obj.(*corev1.Pod); ok && isPod && p.Labels[labelAppID] == appID {
-				k.runs.Add(appID, ca)
+			if p, isPod := obj.(*corev1.Pod); ok && isPod && p.Labels[labelAppID] == a.ID {
+				remember(ca)
 				return ca, true
 			}
 		}
 	}
-	if ca, ok := k.runs.Get(appID); ok {
+	if podNS == "" && !strings.HasPrefix(a.Source, "history:") {
+		return clusterApp{}, false
+	}
+	if ca, ok := k.runs.Get(a.ID); ok && fits(ca) {
 		ca.state = ""
 		return ca, true
 	}
 	return clusterApp{}, false
+}
+
+// podNamespace is the namespace of the driver pod an app was found as
+// (source "kubernetes:<namespace>/<pod>"); "" for any other source.
+func podNamespace(source string) string {
+	rest, ok := strings.CutPrefix(source, "kubernetes:")
+	if !ok {
+		return ""
+	}
+	ns, _, _ := strings.Cut(rest, "/")
+	return ns
 }
 
 // annotate sets an app's ClusterName and ClusterState from its
@@ -516,7 +544,7 @@ func (d *Discoverer) annotate(a *App) {
 	if d.kube == nil {
 		return
 	}
-	if ca, ok := d.kube.clusterAppFor(a.ID); ok {
+	if ca, ok := d.kube.clusterAppFor(a); ok {
 		a.ClusterName = ca.namespace + "/" + ca.name
 		a.ClusterState = ca.state
 	}
