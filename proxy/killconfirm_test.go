@@ -516,7 +516,10 @@ func TestFindKillToken(t *testing.T) {
 	if got != tok {
 		t.Errorf("token at the end of a 16 MiB page: %q; want %q", got, tok)
 	}
-	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
-		t.Errorf("reading a 16 MiB page for its token allocated %d KiB; want its buffer's 32 KiB and little more", n>>10)
+	// The process's count (the race detector's and other tests' leftover
+	// goroutines' allocations in it): reading the page whole is 16 MiB
+	// and more, the buffer 32 KiB.
+	if n := after.TotalAlloc - before.TotalAlloc; n > 8<<20 {
+		t.Errorf("reading a 16 MiB page for its token allocated %d KiB; want its buffer's 32 KiB, not the page", n>>10)
 	}
 }
