@@ -324,8 +324,16 @@ const offerHeld = 3
 type offerKey struct{ source, appID string }
 
 // offerStamp says when a source's read that found a URL began (seen), and
-// when the offer was last handled (at).
-type offerStamp struct{ seen, at time.Time }
+// when the offer was last handled (at); a ResourceManager's offer keeps
+// what it said of the app (yarn), which credit gives the candidate it
+// credits to that source, whatever offer came last.
+type offerStamp struct {
+	seen, at time.Time
+	yarn     yarnOffer
+}
+
+// yarnOffer is what a ResourceManager says of an app besides its URL.
+type yarnOffer struct{ name, queue, user string }
 
 // remember records c's offer, handled now: seen is when its source's read
 // began (c.seen; now if unknown). At most once per hold it forgets the
@@ -341,10 +349,11 @@ func (t *target) remember(c candidate, now time.Time, hold time.Duration) {
 		t.offers = make(map[offerKey]offerStamp, 2)
 	}
 	k := offerKey{c.source, c.appID}
+	y := yarnOffer{c.yarnName, c.yarnQueue, c.yarnUser}
 	if st := t.offers[k]; seen.After(st.seen) {
-		t.offers[k] = offerStamp{seen, now}
+		t.offers[k] = offerStamp{seen, now, y}
 	} else {
-		t.offers[k] = offerStamp{st.seen, now}
+		t.offers[k] = offerStamp{st.seen, now, y}
 	}
 	if now.Sub(t.prunedAt) >= hold {
 		t.prunedAt = now
@@ -370,9 +379,10 @@ func (t *target) credit(id string, since time.Time, last candidate) (c candidate
 		}
 		cand := last
 		cand.source, cand.appID = k.source, k.appID
-		if sourceKind(k.source) != "yarn" {
-			cand.yarn, cand.yarnName, cand.yarnQueue, cand.yarnUser = false, "", "", ""
-		}
+		// What a ResourceManager said of the app is its own offer's, not
+		// the latest offer's (a log line may name its proxy's URL).
+		cand.yarn = sourceKind(k.source) == "yarn"
+		cand.yarnName, cand.yarnQueue, cand.yarnUser = st.yarn.name, st.yarn.queue, st.yarn.user
 		if k.appID != "" && !sameApp(k.appID, id) {
 			other = &cand
 			continue

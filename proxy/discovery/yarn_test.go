@@ -6,10 +6,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestDiscovererYARNNameAndQueue: an app found through a ResourceManager
@@ -102,5 +104,54 @@ func TestYARNDriverReportsAdmittedUser(t *testing.T) {
 	waitFor(t, reg, id+" live", live(id))
 	if a, _ := reg.Lookup(id); a.User != "mallory" {
 		t.Errorf("%s reporting the admitted user: owner %q; want mallory", id, a.User)
+	}
+}
+
+// TestYARNUserCheckNotSkippedByAnotherOffer: what a ResourceManager said
+// of an app (its user above all) goes with the RM's own offer, not with
+// the latest offer of its proxy's URL: a log line naming that URL (mallory
+// can write one into her own driver log in a watched directory) must not
+// make the app, credited to the RM, skip the check of the user the RM
+// admitted it as. Found by a review.
+func TestYARNUserCheckNotSkippedByAnotherOffer(t *testing.T) {
+	t.Parallel()
+	const id = "application_1796138513974_0043"
+	drv := newFakeDriver(t, id)
+	drv.claim(id, "alice") // mallory's driver, SPARK_USER=alice
+	proxy := httptest.NewServer(http.StripPrefix("/proxy/"+id, http.HandlerFunc(drv.serve)))
+	t.Cleanup(proxy.Close)
+	rm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/ws/v1/cluster/apps" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"apps":{"app":[{"id":%q,"user":"mallory","name":"nightly-etl","queue":"default","state":"RUNNING",`+
+			`"trackingUI":"ApplicationMaster","trackingUrl":"%s/proxy/%s/"}]}}`, id, proxy.URL, id)
+	}))
+	t.Cleanup(rm.Close)
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "mallory-driver.log")
+	d, reg := startDiscoverer(t, Config{
+		Interval: time.Duration(time.Second),
+		YARN:     []URLSource{{URL: rm.URL}},
+		Logs:     []LogSource{{Paths: []string{filepath.Join(dir, "*.log")}, Host: "127.0.0.1"}},
+	})
+	eventually(t, "the RM's app reporting alice is refused", func() bool { return d.Conflicts()["yarn"] >= 1 })
+	if _, ok := reg.Lookup(id); ok {
+		t.Fatal("published before the log line; the check under review should refuse it")
+	}
+	// mallory's log names the RM's proxy URL of her app: the latest offer
+	// of that URL is now the log's.
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		appendFile(t, logPath, "26/11/29 13:57:10 INFO SparkContext: Spark context Web UI available at "+proxy.URL+"/proxy/"+id+"\n")
+		time.Sleep(150 * time.Millisecond)
+		if _, ok := reg.Lookup(id); ok {
+			break
+		}
+	}
+	if a, ok := reg.Lookup(id); ok && a.User != "mallory" {
+		t.Errorf("%s, admitted by the RM as mallory, reporting alice: published as user %q, source %q; want refused (or mallory)", id, a.User, a.Source)
 	}
 }
