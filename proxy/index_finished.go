@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -67,6 +68,9 @@ func (s *Server) VisitFinished(ctx context.Context, server, appID, attempt strin
 	defer cancel()
 	res, err := s.diag.compute(ctx, appID, src, false)
 	s.metrics.observeFinishedSummary(err == nil)
+	if errors.Is(err, errDiagBusy) {
+		return fmt.Errorf("summarizing %s for the index: %w: %w", appID, discovery.ErrVisitSoon, err)
+	}
 	if err != nil {
 		return fmt.Errorf("summarizing %s for the index: %w", appID, err)
 	}

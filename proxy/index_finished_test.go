@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -231,5 +232,24 @@ func TestVisitFinishedFails(t *testing.T) {
 	_, body := h.do(t, "GET", "/", "alice", nil)
 	if row := rowOf(body, appHistory); row == "" || strings.Contains(row, `class="sev`) || strings.Contains(row, "no finding") {
 		t.Errorf("row of %s after a failed visit:\n%s", appHistory, row)
+	}
+}
+
+// TestVisitFinishedBusyIsSoon: a finished attempt's summary that found the
+// diagnoses' bound held by others tells discovery to visit again soon
+// (discovery.ErrVisitSoon), not after the History Server's retry of ten
+// minutes; with the bound free the summary is read.
+func TestVisitFinishedBusyIsSoon(t *testing.T) {
+	t.Parallel()
+	fh := newFakeHistory(t, []fakeHistoryApp{{id: finFail, user: "alice", dir: "4.0.5-fail", completed: true}})
+	hsURL, _ := url.Parse(fh.URL)
+	h := newHarness(t, func(o *Options) { o.HistoryServers = map[string]*url.URL{"hs": hsURL} })
+	h.srv.diag.heldMax.Store(0)
+	if err := h.srv.VisitFinished(context.Background(), "hs", finFail, ""); !errors.Is(err, discovery.ErrVisitSoon) {
+		t.Errorf("a visit while other diagnoses hold the bound: %v; want ErrVisitSoon", err)
+	}
+	h.srv.diag.heldMax.Store(diagHeldMax)
+	if err := h.srv.VisitFinished(context.Background(), "hs", finFail, ""); err != nil || h.srv.finished.cache.Len() != 1 {
+		t.Errorf("the visit again, the bound free: %v, %d summaries; want one", err, h.srv.finished.cache.Len())
 	}
 }

@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -29,8 +30,15 @@ const (
 	// the queue full, or failed): each may cost the server a load.
 	historyVisitPerPoll = 4
 	historyVisitRetry   = 10 * time.Minute
+	historyVisitSoon    = 30 * time.Second
 	historyVisitTimeout = 2 * time.Minute
 )
+
+// ErrVisitSoon is wrapped by a visit's error that failed for the caller's
+// own load, not the History Server's (the proxy's diagnoses held their
+// bound): the attempt is visited again historyVisitSoon later, not
+// historyVisitRetry.
+var ErrVisitSoon = errors.New("visit again soon")
 
 type visitState uint8
 
@@ -131,6 +139,10 @@ func (h *historySource) runVisits(ctx context.Context) {
 				e.visit = visitDone
 			} else {
 				e.visit, e.visitFailedAt = visitOwed, time.Now()
+				if errors.Is(err, ErrVisitSoon) {
+					// As if it had failed long enough ago to be due then.
+					e.visitFailedAt = e.visitFailedAt.Add(historyVisitSoon - historyVisitRetry)
+				}
 				h.visitsOwed = true
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -223,5 +224,75 @@ func TestHistoryVisitNewestOnly(t *testing.T) {
 	case v := <-visits:
 		t.Errorf("a visit too many: %s", v)
 	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// TestHistoryVisitSoonAfterBusy: a visit that failed for the caller's own
+// load (ErrVisitSoon: the proxy's diagnoses held their bound) is due again
+// historyVisitSoon later, where one the History Server failed waits
+// historyVisitRetry: a moment of load (or a user's slow drivers holding the
+// bound) must not leave finished apps without badges for ten minutes.
+func TestHistoryVisitSoonAfterBusy(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/v1/applications" {
+			fmt.Fprint(w, `[ {"id":"app-1","attempts":[{"startTimeEpoch":10,"endTimeEpoch":20,"lastUpdatedEpoch":20,"sparkUser":"alice","completed":true}]},
+ {"id":"app-2","attempts":[{"startTimeEpoch":10,"endTimeEpoch":20,"lastUpdatedEpoch":20,"sparkUser":"alice","completed":true}]}]`)
+			return
+		}
+		fmt.Fprint(w, `{"sparkProperties":[["spark.acls.enable","true"]],"systemProperties":[]}`)
+	}))
+	defer srv.Close()
+	h, err := newHistorySource(HistorySource{Name: "hs", URL: srv.URL}, newClient(nil), DefaultInterval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu     sync.Mutex
+		visits = map[string]int{}
+		done   = make(chan struct{}, 16)
+	)
+	h.visit = func(_ context.Context, _, id, _ string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		defer func() { done <- struct{}{} }()
+		visits[id]++
+		switch {
+		case visits[id] > 1:
+			return nil
+		case id == "app-1":
+			return fmt.Errorf("summarizing: %w: busy", ErrVisitSoon)
+		default:
+			return errors.New("history server busy")
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go h.runVisits(ctx)
+	wait := func(n int) {
+		t.Helper()
+		for range n {
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("waiting for %d visits: %v", n, visits)
+			}
+		}
+	}
+	if _, _, err := h.poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wait(2)
+	h.requeueVisits(time.Now().Add(historyVisitSoon + time.Second))
+	wait(1)
+	select {
+	case <-done:
+		t.Errorf("a visit too many: %v", visits)
+	case <-time.After(100 * time.Millisecond):
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := map[string]int{"app-1": 2, "app-2": 1}; !maps.Equal(visits, want) {
+		t.Errorf("visits %v; want %v: the busy one again soon, the failed one not yet", visits, want)
 	}
 }
