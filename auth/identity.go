@@ -90,7 +90,7 @@ func mapIdentity(claims map[string]any, m claimMapping) (mapped, error) {
 		if !ok {
 			return mapped{}, fmt.Errorf("claim %q is not an email address", m.UserClaim)
 		}
-		domain = strings.ToLower(d)
+		domain = asciiLower(d)
 		// Only an allowed domain is stripped: with another one kept, two
 		// people called alice in two domains never become one user.
 		if m.StripEmailDomain && (len(m.StripOnly) == 0 || slices.Contains(m.StripOnly, domain)) {
@@ -98,7 +98,7 @@ func mapIdentity(claims map[string]any, m claimMapping) (mapped, error) {
 		}
 	} else if email, ok := claims["email"].(string); ok && !unverified {
 		if _, d, ok := splitEmail(email); ok {
-			domain = strings.ToLower(d)
+			domain = asciiLower(d)
 		}
 	}
 	if !cleanName(user) {
@@ -134,6 +134,20 @@ func mapIdentity(claims map[string]any, m claimMapping) (mapped, error) {
 		add(g)
 	}
 	return mapped{user: user, groups: groups, domain: domain}, nil
+}
+
+// asciiLower lower-cases the ASCII letters of s and nothing else. The
+// allowed domains are ASCII (IDNs in their xn-- form), and an email domain
+// is matched against them: strings.ToLower would fold U+0130 to "i" and
+// the Kelvin sign to "k", making another (Unicode) domain one of them.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 // splitEmail splits an address with exactly one "@": "a@b@c" has been used

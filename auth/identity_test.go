@@ -99,3 +99,36 @@ func TestMapIdentityEmailDomain(t *testing.T) {
 		})
 	}
 }
+
+// TestMapIdentityDomainFoldsASCIIOnly: an email domain is compared with the
+// allowed ones in ASCII case only. strings.ToLower folds U+0130 (İ) to "i"
+// and U+212A (Kelvin sign) to "k", so a verified address at "İcorp.example"
+// (an IDN, another domain than icorp.example) was stripped to its local
+// part and admitted as if it were at icorp.example: alice@İcorp.example
+// became the user "alice" of the allowed domain.
+func TestMapIdentityDomainFoldsASCIIOnly(t *testing.T) {
+	for _, d := range []string{"\u0130corp.example", "\u212Acorp.example"} {
+		allowed := "icorp.example"
+		if d[0] == 0xe2 { // the Kelvin sign
+			allowed = "kcorp.example"
+		}
+		m, err := mapIdentity(map[string]any{"email": "alice@" + d, "email_verified": true},
+			claimMapping{UserClaim: "email", StripEmailDomain: true, StripOnly: []string{allowed}})
+		if err != nil {
+			t.Fatalf("mapIdentity(alice@%s) = %v", d, err)
+		}
+		if m.user == "alice" {
+			t.Errorf("alice@%s was stripped to %q, the user of allowed domain %s", d, m.user, allowed)
+		}
+		g := newGate(Config{AllowedEmailDomains: []string{allowed}})
+		if ok, _ := g.admits(Identity{User: m.user, EmailDomain: m.domain}); ok {
+			t.Errorf("alice@%s (domain %q) admitted by auth.allowed_email_domains [%s]", d, m.domain, allowed)
+		}
+	}
+	// Real ASCII case differences still fold.
+	m, err := mapIdentity(map[string]any{"email": "alice@ICorp.Example", "email_verified": true},
+		claimMapping{UserClaim: "email", StripEmailDomain: true, StripOnly: []string{"icorp.example"}})
+	if err != nil || m.user != "alice" || m.domain != "icorp.example" {
+		t.Errorf("alice@ICorp.Example = %+v, %v; want alice at icorp.example", m, err)
+	}
+}
