@@ -128,7 +128,7 @@ func FromSparkProperties(props map[string]string, owner string) ACL {
 	}
 	acl.Enabled = true
 	raw, set := props[PropACLsEnable]
-	switch on, ok := parseSparkBool(raw); {
+	switch on, ok := ParseSparkBool(raw); {
 	case !set:
 		acl.Enabled = false // Spark's default
 	case ok:
@@ -137,7 +137,7 @@ func FromSparkProperties(props map[string]string, owner string) ACL {
 		acl.Warnings = append(acl.Warnings,
 			"spark.acls.enable has the value "+quote(raw)+", which Spark refuses to start with; it is treated as true.")
 	}
-	if legacy, ok := parseSparkBool(props[propLegacyACLsEnable]); ok && legacy && !acl.Enabled {
+	if legacy, ok := ParseSparkBool(props[propLegacyACLsEnable]); ok && legacy && !acl.Enabled {
 		acl.Warnings = append(acl.Warnings,
 			"spark.ui.acls.enable is true, but Spark 3.0 and later ignore it; only spark.acls.enable turns ACLs on.")
 	}
@@ -219,10 +219,10 @@ func javaTrim(s string) string {
 	return s[i:j]
 }
 
-// parseSparkBool parses a boolean property as Spark's ConfigBuilder does
-// (trim, then "true" or "false" in any case). ok is false for anything
-// else, which Spark rejects at start-up.
-func parseSparkBool(s string) (v, ok bool) {
+// ParseSparkBool parses a boolean property as Spark's ConfigBuilder does
+// (Java's trim, then "true" or "false" in any case). ok is false for
+// anything else, which Spark rejects at start-up.
+func ParseSparkBool(s string) (v, ok bool) {
 	switch t := javaTrim(s); {
 	case strings.EqualFold(t, "true"):
 		return true, true

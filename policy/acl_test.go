@@ -50,8 +50,8 @@ func TestParseSparkBool(t *testing.T) {
 		{"t", false, false},
 	}
 	for _, tt := range tests {
-		if v, ok := parseSparkBool(tt.in); v != tt.v || ok != tt.ok {
-			t.Errorf("parseSparkBool(%q) = %v, %v; want %v, %v", tt.in, v, ok, tt.v, tt.ok)
+		if v, ok := ParseSparkBool(tt.in); v != tt.v || ok != tt.ok {
+			t.Errorf("ParseSparkBool(%q) = %v, %v; want %v, %v", tt.in, v, ok, tt.v, tt.ok)
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strings"
 
 	"github.com/sparkgate/sparkgate/auth"
 	"github.com/sparkgate/sparkgate/policy"
@@ -85,15 +84,21 @@ func (z *authorizer) Authorize(id proxy.Identity, app *discovery.App, hist *disc
 }
 
 // writesEventLog reports whether an app's properties (nil: not read yet)
-// may have it write an event log: spark.eventLog.enabled is "true" (in
-// any case, as Spark reads booleans), or unknown. Its default is false.
+// may have it write an event log: spark.eventLog.enabled is true as Spark
+// reads booleans (" TRUE " is), not a boolean at all, or unknown. Its
+// default is false.
 // Authorize judges an ended app whose properties were never read as a
 // live one of unknown ACLs (its owner and admins, everyone else "not
 // yet"): whether a History Server will list it is not known, and one with
 // ACLs off would let everyone see it listed, its name and owner, for as
 // long as it is remembered.
 func writesEventLog(props map[string]string) bool {
-	return props == nil || strings.EqualFold(props["spark.eventLog.enabled"], "true")
+	if props == nil {
+		return true
+	}
+	raw, set := props["spark.eventLog.enabled"]
+	on, ok := policy.ParseSparkBool(raw)
+	return set && (on || !ok)
 }
 
 // decideEnded judges an app whose driver has ended, that writes an event

@@ -252,3 +252,28 @@ func TestDriverRecordJudgedByItsOwnLists(t *testing.T) {
 		}
 	}
 }
+
+// TestWritesEventLogReadsBooleansAsSpark: spark.eventLog.enabled is read
+// as Spark's ConfigBuilder reads a boolean, after Java's trim: " true"
+// turns event logs on in Spark, so an ended app with that value is judged
+// by the rules of the History Servers that may list it, not by its own
+// (ACLs off would let everyone in until a server lists it).
+func TestWritesEventLogReadsBooleansAsSpark(t *testing.T) {
+	for _, tc := range []struct {
+		props map[string]string
+		want  bool
+	}{
+		{nil, true}, // not read yet
+		{map[string]string{}, false},
+		{map[string]string{"spark.eventLog.enabled": "true"}, true},
+		{map[string]string{"spark.eventLog.enabled": " TRUE\t"}, true},
+		{map[string]string{"spark.eventLog.enabled": "\ntrue "}, true},
+		{map[string]string{"spark.eventLog.enabled": "false"}, false},
+		{map[string]string{"spark.eventLog.enabled": " False "}, false},
+		{map[string]string{"spark.eventLog.enabled": "yes"}, true}, // Spark refuses to start: assume the stricter
+	} {
+		if got := writesEventLog(tc.props); got != tc.want {
+			t.Errorf("writesEventLog(%q) = %v, want %v", tc.props, got, tc.want)
+		}
+	}
+}
