@@ -265,7 +265,7 @@ func (s *Server) bindHandOff(w http.ResponseWriter, r *http.Request, st *reqStat
 	if err != nil || len(bind) != bindHashLen || !localPath(p) {
 		return errorf(http.StatusBadRequest, "malformed hand-off request")
 	}
-	rt, err := ParseRoute(u.EscapedPath())
+	rt, err := ParseRoute(SentPath(u))
 	if err != nil || (rt.Kind != KindApp && rt.Kind != KindProxy) || rt.AppID != id || rt.Path == handoffPath {
 		return errorf(http.StatusBadRequest, "malformed hand-off request")
 	}
@@ -340,7 +340,7 @@ func (s *Server) serveAppHostPath(w http.ResponseWriter, r *http.Request, st *re
 		w.WriteHeader(http.StatusSeeOther)
 		return nil
 	}
-	p, err := CanonicalPath(r.URL.EscapedPath())
+	p, err := CanonicalPath(SentPath(r.URL))
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"unicode/utf8"
 )
@@ -79,6 +80,20 @@ func CanonicalPath(escapedPath string) (string, error) {
 		b.WriteByte(c)
 	}
 	return checkSegments(b.String())
+}
+
+// SentPath returns the path of u, a request's target, escaped as the client
+// sent it, for CanonicalPath. url.URL keeps the sent spelling in RawPath
+// whenever it differs from its own escaping of Path; EscapedPath returns it
+// only if it is "valid" to net/url, and otherwise re-escapes the decoded
+// Path, in which a sent "%2F" has become a '/': a target with a raw byte
+// net/url would escape itself (non-ASCII, '|', '"', '{') then loses its
+// encoded slashes before CanonicalPath could refuse them.
+func SentPath(u *url.URL) string {
+	if u.RawPath != "" {
+		return u.RawPath
+	}
+	return u.EscapedPath()
 }
 
 // checkSegments refuses a decoded path that is not UTF-8 or has an empty,

@@ -64,7 +64,7 @@ type Route struct {
 	Path string
 }
 
-// ParseRoute canonicalises an escaped request path (r.URL.EscapedPath())
+// ParseRoute canonicalises an escaped request path (SentPath(r.URL))
 // with CanonicalPath and classifies it. It returns a *RequestError for an
 // ambiguous path or a malformed app id, attempt id or server name.
 //

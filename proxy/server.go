@@ -306,7 +306,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, st *reqState) error {
-	route, err := ParseRoute(r.URL.EscapedPath())
+	route, err := ParseRoute(SentPath(r.URL))
 	st.json = wantsJSON(r, route)
 	if err != nil {
 		return err
