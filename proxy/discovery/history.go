@@ -450,13 +450,19 @@ func (h *historySource) giveWay(ctx context.Context, deadline time.Time) {
 }
 
 // decode reads one entry of the app list; ok is false for an entry that is
-// not an app with a valid id and at least one attempt.
+// not an app with a valid id and at least one attempt of a valid id. An
+// attempt of another id is left out: its event log (anyone's) chose an id
+// that is no path segment of this app's, and another log of the same app
+// id must not hide the app's real attempts.
 func (h *historySource) decode(raw []byte) (historyApp, bool) {
 	var a apiApp
-	if json.Unmarshal(raw, &a) != nil || !validAppIDHint(a.ID) || len(a.Attempts) == 0 {
+	if json.Unmarshal(raw, &a) != nil || !validAppIDHint(a.ID) {
 		return historyApp{}, false
 	}
-	atts := slices.Clone(a.Attempts)
+	atts := slices.DeleteFunc(slices.Clone(a.Attempts), func(at apiAttempt) bool { return !validAttemptID(at.AttemptID) })
+	if len(atts) == 0 {
+		return historyApp{}, false
+	}
 	slices.SortStableFunc(atts, func(x, y apiAttempt) int {
 		switch {
 		case x.StartTimeEpoch > y.StartTimeEpoch:

@@ -233,9 +233,11 @@ func appIDEvent(id string) (Event, bool) {
 	return Event{Kind: EventAppID, AppID: id}, true
 }
 
-// validAppIDHint accepts the characters Spark app ids are made of.
+// validAppIDHint accepts the characters Spark app ids are made of, and
+// no dot segment: an id is put into REST paths as one segment, and "."
+// would make /api/v1/applications/./<attempt> another app's path.
 func validAppIDHint(id string) bool {
-	if id == "" || len(id) > 128 {
+	if id == "" || len(id) > 128 || id == "." || id == ".." {
 		return false
 	}
 	for i := 0; i < len(id); i++ {
@@ -245,6 +247,15 @@ func validAppIDHint(id string) bool {
 		}
 	}
 	return true
+}
+
+// validAttemptID accepts an attempt id that a source reported ("": none):
+// what an event log or a driver says, put into REST paths as one segment
+// after the app id. "../<other app>/1" would read another app's REST, its
+// environment, jobs and executors' logs, under this app's ACLs. Spark's
+// are decimal (YARN's) or absent; others keep to an app id's characters.
+func validAttemptID(id string) bool {
+	return id == "" || validAppIDHint(id)
 }
 
 // urlEvent parses the first field of s as a UI URL.

@@ -245,6 +245,11 @@ func (c *client) fetch(ctx context.Context, base *url.URL, p string, limit int64
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	p, query, _ := strings.Cut(p, "?")
+	if hasDotSegment(p) {
+		// JoinPath would resolve it and ask for another path than the one
+		// built from ids (sources refuse such ids; this is the last check).
+		return nil, base, fmt.Errorf("path %q has a dot segment", p)
+	}
 	u := base.JoinPath(p)
 	u.RawQuery = query
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
@@ -350,7 +355,8 @@ func (c *client) driverApp(ctx context.Context, ui *url.URL) (apiApp, error) {
 	if err := decodeJSON(u, body, &apps); err != nil {
 		return apiApp{}, err
 	}
-	if len(apps) != 1 || !validAppIDHint(apps[0].ID) || len(apps[0].Attempts) == 0 {
+	if len(apps) != 1 || !validAppIDHint(apps[0].ID) || len(apps[0].Attempts) == 0 ||
+		!validAttemptID(apps[0].Attempts[0].AttemptID) {
 		return apiApp{}, fmt.Errorf("%d apps at %s: %w", len(apps), ui.Redacted(), errNotDriver)
 	}
 	return apps[0], nil
@@ -477,4 +483,17 @@ func (c *client) verify(ctx context.Context, ui *url.URL) (driverInfo, error) {
 		case <-t.C:
 		}
 	}
+}
+
+// hasDotSegment reports whether the relative path p has a segment a server
+// reads as "." or "..": Jetty drops path parameters first, so "..;x" is
+// "..".
+func hasDotSegment(p string) bool {
+	for seg := range strings.SplitSeq(p, "/") {
+		seg, _, _ = strings.Cut(seg, ";")
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
 }
