@@ -262,7 +262,7 @@ func (d *Discoverer) Confirm(ctx context.Context, id string) error {
 	if !ok || !a.Live() || a.UIURL == nil {
 		return nil
 	}
-	got, err := d.c.driverApp(ctx, a.UIURL)
+	got, err := d.c.askDriverApp(ctx, a.UIURL)
 	if err == nil && got.ID == id && attemptUser(got) == a.User {
 		return nil
 	}

@@ -137,6 +137,8 @@ type client struct {
 	// (app lists; environments, which are larger and may wait), so 500
 	// drivers found together are asked in parallel but not all at once.
 	drivers, envs chan struct{}
+	// endpoints bounds, within drivers, the requests to one endpoint.
+	endpoints endpointSlots
 	// listMax is the most a list may hold (0: listBodyMax).
 	listMax int64
 }
@@ -146,7 +148,58 @@ type client struct {
 const (
 	driverParallel = 32
 	envParallel    = 8
+	// endpointParallel is how many of the driverParallel one endpoint
+	// (scheme, host and port) may hold. Anyone can name their own process
+	// at any number of paths (a log line each), and verification retries a
+	// UI on its start-up placeholder for startingMax, one call timeout a
+	// try if it then stalls: without a share per endpoint, one process held
+	// every slot and other teams' new drivers waited behind it for
+	// minutes. Real drivers are one per port; a ResourceManager's proxy
+	// fronts many, which are then asked a few at a time.
+	endpointParallel = 4
 )
+
+// endpointSlots hands out up to endpointParallel slots per endpoint; an
+// endpoint's entry lives while someone holds or waits for one.
+type endpointSlots struct {
+	mu sync.Mutex
+	m  map[string]*endpointSlot
+}
+
+type endpointSlot struct {
+	sem   chan struct{}
+	users int // holding or waiting
+}
+
+// acquire waits for a slot of the endpoint of u; done frees it.
+func (e *endpointSlots) acquire(ctx context.Context, u *url.URL) (done func(), err error) {
+	key := u.Scheme + "://" + strings.ToLower(u.Host)
+	e.mu.Lock()
+	if e.m == nil {
+		e.m = map[string]*endpointSlot{}
+	}
+	s := e.m[key]
+	if s == nil {
+		s = &endpointSlot{sem: make(chan struct{}, endpointParallel)}
+		e.m[key] = s
+	}
+	s.users++
+	e.mu.Unlock()
+	leave := func() {
+		e.mu.Lock()
+		if s.users--; s.users == 0 {
+			delete(e.m, key)
+		}
+		e.mu.Unlock()
+	}
+	select {
+	case s.sem <- struct{}{}:
+		return func() { <-s.sem; leave() }, nil
+	case <-ctx.Done():
+		leave()
+		return nil, ctx.Err()
+	}
+}
 
 // toDriver waits for a slot of sem for one request to a driver; done frees
 // it.
@@ -333,13 +386,27 @@ func redirectsToJobs(resp *http.Response) bool {
 	return err == nil && strings.HasSuffix(loc.Path, "/jobs/")
 }
 
-// driverApp asks a UI for its one application.
+// driverApp asks a UI for its one application, in a slot of its endpoint
+// and then one of discovery's driver slots.
 func (c *client) driverApp(ctx context.Context, ui *url.URL) (apiApp, error) {
+	leave, err := c.endpoints.acquire(ctx, ui)
+	if err != nil {
+		return apiApp{}, err
+	}
+	defer leave()
 	done, err := toDriver(ctx, c.drivers)
 	if err != nil {
 		return apiApp{}, err
 	}
 	defer done()
+	return c.askDriverApp(ctx, ui)
+}
+
+// askDriverApp is driverApp without the slots: for Confirm, which the
+// proxy runs before each new connection to a live app's driver (one at a
+// time per app) and which must not wait behind discovery's verifications
+// of whatever anyone's log lines, probes and pods named.
+func (c *client) askDriverApp(ctx context.Context, ui *url.URL) (apiApp, error) {
 	body, u, err := c.getBody(ctx, ui, "api/v1/applications", driverBodyMax)
 	if err != nil {
 		return apiApp{}, err
