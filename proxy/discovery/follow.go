@@ -22,9 +22,9 @@ const (
 	followFast    = 50 * time.Millisecond  // poll period while few files are followed
 	followSlow    = 200 * time.Millisecond // and while many are (a few syscalls per file per poll)
 	followFastMax = 128                    // files followed at followFast at most
-	maxLineLen    = 64 << 10               // longer lines are cut; no UI line comes near
+	maxLineLen    = 16 << 10               // longer lines are cut; no UI line comes near (held per file: 64 MiB for maxFollowed)
 	readPerPoll   = 16 << 20               // per file, so a huge backlog cannot stall a poll
-	maxFollowed   = 4096                   // open files; more matches are skipped with a warning
+	maxFollowed   = 4096                   // open files; more matches wait, shared fairly between owners (makeRoom)
 	readChunkSize = 64 << 10
 )
 
@@ -42,6 +42,7 @@ type logCandidates struct {
 type fileState struct {
 	path    string
 	src     *LogSource
+	owner   uint32 // the file's owner (uid) when first followed
 	f       *os.File
 	info    os.FileInfo // of the open file, for rotation checks
 	offset  int64
@@ -78,6 +79,12 @@ type follower struct {
 	logger  *zap.Logger
 	buf     []byte
 	warned  bool
+	// owners counts the followed files by owner; waiting holds the owner
+	// of each match left waiting for room (while it matches), so that a
+	// full follower stats it once, not every poll.
+	owners  map[uint32]int
+	waiting map[string]uint32
+	ownerOf func(path string) uint32
 	// filesChanged: a poll began or stopped following a file, or opened
 	// one anew (run watches their directories again).
 	filesChanged bool
@@ -97,7 +104,8 @@ func followPoll(n int) time.Duration {
 }
 
 func newFollower(sources []LogSource, logger *zap.Logger) *follower {
-	return &follower{sources: sources, files: map[string]*fileState{}, globs: map[string]globbed{}, seen: map[string]bool{}, logger: logger, buf: make([]byte, readChunkSize), idle: followIdle}
+	return &follower{sources: sources, files: map[string]*fileState{}, globs: map[string]globbed{}, seen: map[string]bool{}, logger: logger, buf: make([]byte, readChunkSize), idle: followIdle,
+		owners: map[uint32]int{}, waiting: map[string]uint32{}, ownerOf: pathOwner}
 }
 
 // poll re-evaluates the globs, reads what each file gained and returns the
@@ -105,6 +113,7 @@ func newFollower(sources []LogSource, logger *zap.Logger) *follower {
 func (fl *follower) poll() []logCandidates {
 	seen := fl.seen
 	clear(seen)
+	var out []logCandidates
 	for i := range fl.sources {
 		src := &fl.sources[i]
 		for _, pat := range src.Paths {
@@ -119,32 +128,38 @@ func (fl *follower) poll() []logCandidates {
 				seen[p] = true
 				st := fl.files[p]
 				if st == nil {
-					if len(fl.files) >= maxFollowed {
+					owner, known := fl.waiting[p]
+					if !known {
+						owner = fl.ownerOf(p)
+					}
+					if len(fl.files) >= maxFollowed && !fl.makeRoom(owner, &out) {
 						if !fl.warned {
-							fl.logger.Warn("too many log files; ignoring the rest", zap.Int("limit", maxFollowed))
+							fl.logger.Warn("too many log files; the rest wait for room", zap.Int("limit", maxFollowed))
 							fl.warned = true
 						}
+						fl.waiting[p] = owner
 						continue
 					}
-					st = &fileState{path: p, src: src}
+					delete(fl.waiting, p)
+					st = &fileState{path: p, src: src, owner: owner}
 					fl.files[p] = st
+					fl.owners[owner]++
 					fl.filesChanged = true
 				}
 				fl.readFile(st)
 			}
 		}
 	}
-	var out []logCandidates
+	for p := range fl.waiting {
+		if !seen[p] {
+			delete(fl.waiting, p)
+		}
+	}
 	for p, st := range fl.files {
 		if !seen[p] {
 			// Gone from the globs: read what is left, then forget it.
 			fl.readFile(st)
-			st.close()
-			delete(fl.files, p)
-			fl.filesChanged = true
-			if len(st.lastSent) > 0 {
-				out = append(out, logCandidates{path: p})
-			}
+			fl.forget(st, &out)
 			continue
 		}
 		if st.changed {
@@ -158,6 +173,48 @@ func (fl *follower) poll() []logCandidates {
 		}
 	}
 	return out
+}
+
+// makeRoom makes room, in a full follower, for a file of owner by
+// forgetting one of the owner's with the most files, if that owner has
+// two more than owner: the files are shared fairly between the users who
+// write logs where the gateway looks, and one who created thousands no
+// longer hides every other team's new driver logs. It prefers a file
+// that names no UI, and reports whether it made room.
+func (fl *follower) makeRoom(owner uint32, out *[]logCandidates) bool {
+	top, most := owner, fl.owners[owner]
+	for o, n := range fl.owners {
+		if n > most {
+			top, most = o, n
+		}
+	}
+	if most < fl.owners[owner]+2 {
+		return false
+	}
+	var drop *fileState
+	for _, st := range fl.files {
+		if st.owner == top && (drop == nil || len(st.lastSent) == 0) {
+			drop = st
+			if len(st.lastSent) == 0 {
+				break
+			}
+		}
+	}
+	fl.forget(drop, out)
+	return true
+}
+
+// forget stops following st, withdrawing the UIs it named.
+func (fl *follower) forget(st *fileState, out *[]logCandidates) {
+	st.close()
+	delete(fl.files, st.path)
+	if fl.owners[st.owner]--; fl.owners[st.owner] == 0 {
+		delete(fl.owners, st.owner)
+	}
+	fl.filesChanged = true
+	if len(st.lastSent) > 0 {
+		*out = append(*out, logCandidates{path: st.path})
+	}
 }
 
 // globbed is a pattern's matches as last listed, with the modification

@@ -315,3 +315,66 @@ func TestFollowerIdleStat(t *testing.T) {
 		t.Errorf("rewritten within the clock tick of the last read: urls = %v; want port 4051", urls)
 	}
 }
+
+// TestLogFloodWaitsItsTurn: the followed files are capped at maxFollowed.
+// First come, first served, one user who may write where the gateway
+// looks (their own drivers' logs must be found there) created that many
+// empty files, and every other team's new driver log was skipped from then
+// on. A full follower now shares the files between owners: another
+// owner's log takes the place of one of the flooder's (one naming no UI),
+// and the flooder's own next files wait.
+func TestLogFloodWaitsItsTurn(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	flood := func(i int) string { return filepath.Join(dir, "a"+strconv.Itoa(i)+".log") }
+	for i := range maxFollowed + 1 {
+		if err := os.WriteFile(flood(i), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One of the flooder's files names a UI, which stays followed.
+	appendFile(t, flood(0), line(portLine, "4040"))
+	fl := newFollower([]LogSource{{Paths: []string{filepath.Join(dir, "*.log")}, Host: "127.0.0.1"}}, zap.NewNop())
+	fl.ownerOf = func(p string) uint32 {
+		if strings.HasPrefix(filepath.Base(p), "a") {
+			return 1000
+		}
+		return 1001
+	}
+	fl.poll()
+	if len(fl.files) != maxFollowed {
+		t.Fatalf("following %d files; want %d", len(fl.files), maxFollowed)
+	}
+	victim := filepath.Join(dir, "victim.log")
+	appendFile(t, victim, line(portLine, "4041"))
+	time.Sleep(racyWindow + 100*time.Millisecond) // past the directory listing's racy window
+	var got []logCandidates
+	for range 3 {
+		got = append(got, fl.poll()...)
+	}
+	found := false
+	for _, c := range got {
+		found = found || (c.path == victim && len(c.urls) > 0)
+		if c.path != victim {
+			t.Errorf("the poll withdrew or sent %s's UIs; want only victim.log's", c.path)
+		}
+	}
+	if !found {
+		t.Errorf("victim.log's SparkUI line was not read: %d files of one owner fill the follower", maxFollowed)
+	}
+	if len(fl.files) != maxFollowed || fl.owners[1000] != maxFollowed-1 || fl.owners[1001] != 1 {
+		t.Errorf("following %d files, %v by owner; want %d, one the victim's", len(fl.files), fl.owners, maxFollowed)
+	}
+	if fl.files[flood(0)] == nil {
+		t.Errorf("the flooder's file that names a UI was dropped; want one naming none")
+	}
+	// The flooder's own file waits: one owner does not displace itself.
+	if err := os.WriteFile(flood(maxFollowed+1), []byte(line(portLine, "4042")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(racyWindow + 100*time.Millisecond)
+	fl.poll()
+	if fl.files[flood(maxFollowed+1)] != nil || fl.files[victim] == nil {
+		t.Errorf("a new file of the owner with the most took a place")
+	}
+}

@@ -32,3 +32,12 @@ const (
 	zfsSuperMagic = 0x2fc12fc1
 	jfsSuperMagic = 0x3153464a
 )
+
+// pathOwner returns the uid of the file at path (0 if it cannot be read).
+func pathOwner(path string) uint32 {
+	var st unix.Stat_t
+	if unix.Stat(path, &st) != nil {
+		return 0
+	}
+	return st.Uid
+}
