@@ -358,6 +358,14 @@ func TestAppHostKillConfirm(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || m == nil || csrf == nil {
 		t.Fatalf("confirmation page on the app host = %d (token %v, cookie %v); want 200 with both", resp.StatusCode, m != nil, csrf)
 	}
+	// The gateway's pages on the app's host name no viewer: the driver's
+	// script shares the origin and could read who views its app.
+	_, bad := do(http.MethodGet, "/jobs/job/kill/?id=x", "", appC)
+	for _, p := range []string{body, bad} {
+		if strings.Contains(p, "signed in as") || strings.Contains(p, "alice") {
+			t.Errorf("a gateway page on the app host names its viewer:\n%s", p)
+		}
+	}
 	resp, _ = do(http.MethodPost, "/jobs/job/kill/?id=7", "csrf="+url.QueryEscape(html.UnescapeString(m[1])), appC, csrf)
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/jobs/" {
 		t.Fatalf("confirmed kill on the app host = %d, Location %q; want 303 to /jobs/", resp.StatusCode, resp.Header.Get("Location"))

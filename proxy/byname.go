@@ -104,7 +104,7 @@ func (s *Server) serveByName(w http.ResponseWriter, r *http.Request, st *reqStat
 	}
 	link, _ := byNameLink(name)
 	return s.pages.render(w, status, "byname", byNamePage{
-		pageBase: pageBase{Title: "Applications named " + name, User: st.ident.User, Groups: st.ident.Groups, RequestID: st.requestID},
+		pageBase: st.page("Applications named "+name, 0),
 		Name:     name, Newest: link, Rows: rows, Ambiguous: pick == nil,
 	})
 }

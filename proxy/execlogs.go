@@ -397,7 +397,7 @@ func (s *Server) pageExecLog(ctx context.Context, w http.ResponseWriter, r *http
 		return withAttempt(self, url.Values{"offset": {strconv.FormatInt(off, 10)}, "byteLength": {strconv.Itoa(length)}}, q.attempt)
 	}
 	data := execLogPage{
-		pageBase: pageBase{Title: q.typ + " of executor " + q.exec, User: st.ident.User, Groups: st.ident.Groups, RequestID: st.requestID},
+		pageBase: st.page(q.typ+" of executor "+q.exec, 0),
 		AppID:    appID, AppLink: q.back, Exec: q.exec, Type: q.typ,
 		Start: c.start, End: c.end, Total: c.total, Failed: c.failed,
 		Newest: withAttempt(self, nil, q.attempt), Follow: withAttempt(self, url.Values{"follow": {"1"}}, q.attempt),

@@ -107,7 +107,7 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request, st *reqState
 	now := s.now()
 	vis := s.visibleApps(st)
 	data := indexPage{
-		pageBase:       pageBase{Title: "Spark applications", User: st.ident.User, Groups: st.ident.Groups, RequestID: st.requestID},
+		pageBase:       st.page("Spark applications", 0),
 		Query:          q,
 		Total:          len(vis),
 		HistoryServers: s.hsNames,

@@ -79,7 +79,7 @@ func (s *Server) serveKillConfirm(w http.ResponseWriter, r *http.Request, st *re
 		cookie := base64.RawURLEncoding.EncodeToString(nonce)
 		http.SetCookie(w, s.csrfCookie(r, rt.Prefix, cookie, int(csrfMaxAge/time.Second)))
 		return s.pages.render(w, http.StatusOK, "killconfirm", killPage{
-			pageBase: pageBase{Title: "Kill " + kind + " " + id + "?", User: st.ident.User, Groups: st.ident.Groups, RequestID: st.requestID},
+			pageBase: st.page("Kill "+kind+" "+id+"?", 0),
 			Kind:     kind, ID: id, AppID: app.ID, AppName: app.Name,
 			Token:  s.csrfToken(st.ident.User, path, id, driverRun(app), cookie, s.now()),
 			Cancel: back,

@@ -51,6 +51,18 @@ type pageBase struct {
 	RequestID string
 }
 
+// page is the frame of a gateway page for st's request. On an app's own
+// host it names no user: the driver's script shares that origin, could
+// fetch the page and would learn every viewer's name and groups, which
+// the gateway sends no driver; sign-out is the main origin's anyway.
+func (st *reqState) page(title string, refresh int) pageBase {
+	b := pageBase{Title: title, Refresh: refresh, RequestID: st.requestID}
+	if !st.onAppHost {
+		b.User, b.Groups = st.ident.User, st.ident.Groups
+	}
+	return b
+}
+
 // render executes a page into a buffer first (pages are small), so that a
 // template failure is a clean 500 rather than half a page.
 func (p *pages) render(w http.ResponseWriter, status int, name string, data any) error {
@@ -155,7 +167,7 @@ func (s *Server) writeError(w http.ResponseWriter, _ *http.Request, st *reqState
 		title = http.StatusText(he.Status)
 	}
 	data := errorPage{
-		pageBase:   pageBase{Title: title, User: st.ident.User, Groups: st.ident.Groups, Refresh: he.RetryAfter, RequestID: st.requestID},
+		pageBase:   st.page(title, he.RetryAfter),
 		Status:     he.Status,
 		StatusText: http.StatusText(he.Status),
 		Msg:        he.Msg,

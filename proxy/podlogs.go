@@ -269,7 +269,7 @@ func (s *Server) pagePodLog(w http.ResponseWriter, r *http.Request, st *reqState
 		what = "the driver"
 	}
 	data := podLogPage{
-		pageBase: pageBase{Title: "log of pod " + pod.Name, User: st.ident.User, Groups: st.ident.Groups, RequestID: st.requestID},
+		pageBase: st.page("log of pod "+pod.Name, 0),
 		AppID:    appID, AppLink: st.route.Prefix + "/executors/", Pod: pod.Name, Exec: what, Container: pq.opts.Container,
 		Lines: pq.lines, Limit: pq.limit, Following: pq.opts.Follow, FollowFor: podLogFollowMax.String(),
 		Newest: link(self, nil), Start: link(self, map[string]string{"lines": "0"}),

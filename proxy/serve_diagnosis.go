@@ -155,7 +155,7 @@ func toDiagnosisJSON(app *discovery.App, res *diagResult) diagnosisJSON {
 func newDiagnosisPage(st *reqState, d diagnosisJSON) diagnosisPage {
 	title := "Diagnosis of " + firstNonEmpty(d.Name, d.AppID)
 	p := diagnosisPage{
-		pageBase:   pageBase{Title: title, User: st.ident.User, Groups: st.ident.Groups, RequestID: st.requestID},
+		pageBase:   st.page(title, 0),
 		App:        d,
 		ComputedAt: strings.Replace(d.ComputedAt, "T", " ", 1),
 		JSONLink:   "/api/v1/applications/" + url.PathEscape(d.AppID) + "/diagnosis",
