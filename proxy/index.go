@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sparkgate/sparkgate/proxy/discovery"
 )
 
 // The index renders one page of rows: indexPageSize unless ?n= asks for
@@ -45,6 +47,9 @@ type indexRow struct {
 	Stats *indexStats
 	// Search is what the client-side filter matches, lower case.
 	Search string
+	// app is the app judged for this row: its live stats are read from
+	// it, never from whatever holds the id by then (addLiveStats).
+	app *discovery.App
 }
 
 type indexPage struct {
@@ -158,6 +163,7 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request, st *reqState
 			Source:  source,
 			Link:    "/app/" + a.ID + "/",
 			Search:  search,
+			app:     a,
 
 			Cluster:      a.ClusterName,
 			ClusterState: a.ClusterState,

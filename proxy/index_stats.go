@@ -46,8 +46,12 @@ func (s *Server) addLiveStats(ctx context.Context, rows []indexRow) {
 		if !row.Running || n >= indexStatsMax {
 			continue
 		}
-		app, ok := s.reg.Lookup(row.ID)
-		if !ok || !app.Live() || app.UIURL == nil {
+		// The app judged for the row, not a lookup of its id now: discovery
+		// may have given the id to another app since (a ResourceManager's
+		// app replaces a driver that claimed its id first), which the
+		// user may not view.
+		app := row.app
+		if app == nil || !app.Live() || app.UIURL == nil {
 			continue
 		}
 		n++
