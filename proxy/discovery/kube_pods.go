@@ -71,7 +71,7 @@ func trimPod(obj any) (any, error) {
 		return obj, nil
 	}
 	t := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
-		Name: p.Name, Namespace: p.Namespace, UID: p.UID, Labels: p.Labels,
+		Name: p.Name, Namespace: p.Namespace, UID: p.UID, Labels: sparkLabels(p.Labels),
 		ResourceVersion: p.ResourceVersion, DeletionTimestamp: p.DeletionTimestamp,
 	}}
 	t.Spec.NodeName = p.Spec.NodeName
@@ -80,6 +80,41 @@ func trimPod(obj any) (any, error) {
 	}
 	t.Status.Phase = p.Status.Phase
 	return t, nil
+}
+
+// trimDriverPod keeps what discovery (podURL) and pod logs read of a
+// driver pod: any user may create pods labelled spark-role=driver, each up
+// to the API server's object size, so the cache must not hold them whole.
+func trimDriverPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	t, _ := trimPod(p)
+	tp := t.(*corev1.Pod)
+	for i, c := range p.Spec.Containers {
+		for _, cp := range c.Ports {
+			if cp.Name == uiPortName {
+				tp.Spec.Containers[i].Ports = append(tp.Spec.Containers[i].Ports, corev1.ContainerPort{Name: cp.Name, ContainerPort: cp.ContainerPort})
+			}
+		}
+	}
+	tp.Status.PodIP = p.Status.PodIP
+	return tp, nil
+}
+
+// sparkLabels keeps the labels discovery and pod logs read.
+func sparkLabels(l map[string]string) map[string]string {
+	var out map[string]string
+	for _, k := range []string{labelSparkRole, labelAppID, labelExecID} {
+		if v, ok := l[k]; ok {
+			if out == nil {
+				out = make(map[string]string, 3)
+			}
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // executorInformers makes one informer of executor pods per watched
@@ -168,6 +203,9 @@ func containerNames(p *corev1.Pod) []string {
 func (k *kubeSource) podLog(ctx context.Context, p Pod, o PodLogOptions) (io.ReadCloser, error) {
 	k.mu.Lock()
 	cs := k.cs
+	if k.logCS != nil {
+		cs = k.logCS
+	}
 	k.mu.Unlock()
 	if cs == nil {
 		return nil, errors.New("kubernetes: not connected yet")

@@ -69,10 +69,14 @@ type kubeSource struct {
 	// clients makes the API clients; tests replace it.
 	clients func() (kubernetes.Interface, dynamic.Interface, error)
 
-	mu       sync.Mutex
-	pods     []cache.SharedIndexInformer // set by run
-	execs    []cache.SharedIndexInformer // executor pods, set by run
-	cs       kubernetes.Interface        // set by run; pod logs use it
+	mu    sync.Mutex
+	pods  []cache.SharedIndexInformer // set by run
+	execs []cache.SharedIndexInformer // executor pods, set by run
+	cs    kubernetes.Interface        // set by run
+	// logCS serves pod logs: a client of its own, with its own client-side
+	// rate limit, so that users asking for logs at will never hold back
+	// discovery's lists and watches; nil: cs serves them (tests' fakes).
+	logCS    kubernetes.Interface
 	apps     []cache.SharedIndexInformer // SparkApplication informers, once found
 	errAt    time.Time
 	err      error
@@ -123,6 +127,13 @@ func newKubeSource(cfg KubernetesSource, logger *zap.Logger) (*kubeSource, error
 		if err != nil {
 			return nil, nil, err
 		}
+		logCS, err := kubernetes.NewForConfig(k.rest) // its own rate limiter
+		if err != nil {
+			return nil, nil, err
+		}
+		k.mu.Lock()
+		k.logCS = logCS
+		k.mu.Unlock()
 		dyn, err := dynamic.NewForConfig(k.rest)
 		return cs, dyn, err
 	}
@@ -224,7 +235,8 @@ func (k *kubeSource) run(ctx context.Context, push func(pushed)) {
 	for _, ns := range k.namespaces() {
 		f := informers.NewSharedInformerFactoryWithOptions(cs, time.Duration(k.cfg.Resync),
 			informers.WithNamespace(ns),
-			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = k.selector.String() }))
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = k.selector.String() }),
+			informers.WithTransform(trimDriverPod))
 		inf := f.Core().V1().Pods().Informer()
 		what := "pods in namespace " + ns
 		if ns == metav1.NamespaceAll {
@@ -497,8 +509,20 @@ func (k *kubeSource) clusterAppFor(a *App) (clusterApp, bool) {
 			k.runs.Add(a.ID, ca)
 		}
 	}
+	hist := strings.HasPrefix(a.Source, "history:")
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if ca, ok := k.runs.Get(a.ID); ok && hist {
+		// A finished app whose driver pod was seen stays its pod's
+		// namespace's: a SparkApplication of another namespace that names
+		// its id now (the operator copies the driver pod's label, which
+		// anyone who may edit pods there may set) takes nothing over.
+		if cur, ok := k.clusters[ca.namespace+"/"+ca.name]; ok && cur.appID == a.ID {
+			return cur, true
+		}
+		ca.state = ""
+		return ca, true
+	}
 	for _, ca := range k.clusters {
 		if ca.appID == a.ID && fits(ca) {
 			remember(ca)
@@ -517,10 +541,7 @@ func (k *kubeSource) clusterAppFor(a *App) (clusterApp, bool) {
 			}
 		}
 	}
-	if podNS == "" && !strings.HasPrefix(a.Source, "history:") {
-		return clusterApp{}, false
-	}
-	if ca, ok := k.runs.Get(a.ID); ok && fits(ca) {
+	if ca, ok := k.runs.Get(a.ID); ok && podNS != "" && fits(ca) {
 		ca.state = ""
 		return ca, true
 	}
