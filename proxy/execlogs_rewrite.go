@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"strings"
@@ -84,6 +85,11 @@ func rewriteExecutorList(w io.Writer, r io.Reader, links execLogLinks, pods map[
 		if err := dec.Decode(&e); err != nil {
 			return fmt.Errorf("executors list: %w", err)
 		}
+		for _, k := range []string{"id", "hostPort"} {
+			if v, ok := e[k]; ok {
+				e[k] = textOnly(v)
+			}
+		}
 		if link, ok := podLinkFor(pods, e["id"]); ok {
 			e["executorLogs"] = link
 		} else if raw, ok := e["executorLogs"]; ok {
@@ -112,6 +118,23 @@ func rewriteExecutorList(w io.Writer, r io.Reader, links execLogLinks, pods map[
 		return errors.New("executors list: data after the array")
 	}
 	return nil
+}
+
+// textOnly HTML-escapes a JSON string that holds markup characters.
+// Spark's Executors tab puts an executor's id and hostPort into the page
+// as HTML (executorspage.js renders them with no escaping), and a History
+// Server's come from an event log anyone may write; Spark's own never hold
+// these characters, so only a forged one changes.
+func textOnly(raw json.RawMessage) json.RawMessage {
+	var v string
+	if json.Unmarshal(raw, &v) != nil || !strings.ContainsAny(v, `<>"'&`) {
+		return raw
+	}
+	b, err := json.Marshal(html.EscapeString(v))
+	if err != nil {
+		return raw
+	}
+	return b
 }
 
 // maxExecutorEntry bounds the bytes read for one executor of a list (one
@@ -177,4 +200,167 @@ func podLinkFor(pods map[string]string, rawID json.RawMessage) (json.RawMessage,
 	}
 	b, err := json.Marshal(map[string]string{"log": link})
 	return b, err == nil
+}
+
+// stagesApp reports whether an upstream path is under an app's stages in
+// Spark's REST API (/api/v1/applications/<id>[/<attempt>]/stages[/…]),
+// whose tasks (taskList, taskTable, a stage's details) carry their
+// executor's executorLogs, and for which app and attempt.
+func stagesApp(p string) (id, attempt string, ok bool) {
+	rest, ok := strings.CutPrefix(p, "/api/v1/applications/")
+	if !ok {
+		return "", "", false
+	}
+	segs := strings.Split(rest, "/")
+	if len(segs) < 2 || !ValidAppID(segs[0]) {
+		return "", "", false
+	}
+	// allmiscellaneousprocess: the Executors tab's other processes (a
+	// YARN AM), whose processLogs it renders the same way.
+	isTasks := func(s string) bool { return s == "stages" || s == "allmiscellaneousprocess" }
+	switch {
+	case isTasks(segs[1]):
+	case len(segs) >= 3 && isTasks(segs[2]):
+		if ValidAttemptID(segs[1]) {
+			attempt = segs[1]
+		}
+	default:
+		return "", "", false
+	}
+	return segs[0], attempt, true
+}
+
+// rewriteTaskLogs is rewriteExecutorLogs for a stages answer: every
+// "executorLogs" member, at any depth, becomes the gateway's links of the
+// log types it names, for the "executorId" given before it in the same
+// object ({} without one). Spark's stage page renders those links as HTML
+// unescaped (utils.js formatLogsCells), and a History Server's come from
+// an event log that anyone may write.
+func rewriteTaskLogs(resp *http.Response, links execLogLinks) error {
+	if resp.Request.Method != http.MethodGet || resp.StatusCode != http.StatusOK ||
+		!strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "application/json") {
+		return nil
+	}
+	body := resp.Body
+	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		d, err := decodeBody(ce, body)
+		if err != nil {
+			return fmt.Errorf("%w: %q: %w", errEncodedHTML, ce, err)
+		}
+		body = d
+		resp.Header.Del("Content-Encoding")
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		err := rewriteLogsDeep(pw, body, links)
+		_ = body.Close()
+		pw.CloseWithError(err)
+	}()
+	resp.Body = pr
+	resp.ContentLength = -1
+	resp.Header.Del("Content-Length")
+	return nil
+}
+
+// rewriteLogsDeep copies one JSON value from r to w token by token, each
+// token bounded by maxExecutorEntry, with every executorLogs member
+// replaced (see rewriteTaskLogs).
+func rewriteLogsDeep(w io.Writer, r io.Reader, links execLogLinks) error {
+	type frame struct {
+		obj, wantKey bool
+		n            int
+		key          string
+		execID       json.RawMessage
+	}
+	br := &budgetReader{r: r}
+	dec := json.NewDecoder(br)
+	dec.UseNumber()
+	bw := &errWriter{w: w}
+	var stack []*frame
+	done := false
+	for {
+		br.left = maxExecutorEntry
+		if n := len(stack); n > 0 && stack[n-1].obj && !stack[n-1].wantKey && (stack[n-1].key == "executorLogs" || stack[n-1].key == "processLogs") {
+			top := stack[n-1]
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return fmt.Errorf("stages answer: %w", err)
+			}
+			if top.key == "processLogs" {
+				// Logs of no executor: none the gateway serves.
+				_, _ = io.WriteString(bw, "{}")
+			} else {
+				_, _ = bw.Write(gatewayLogLinks(raw, top.execID, links))
+			}
+			top.n++
+			top.wantKey = true
+			continue
+		}
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) && done && len(stack) == 0 {
+			return bw.err
+		}
+		if err != nil {
+			return fmt.Errorf("stages answer: %w", err)
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			_, _ = io.WriteString(bw, d.String())
+			stack = stack[:len(stack)-1]
+			if len(stack) == 0 {
+				done = true
+			}
+			if bw.err != nil {
+				return bw.err
+			}
+			continue
+		}
+		if len(stack) == 0 && done {
+			return errors.New("stages answer: data after the value")
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.obj && top.wantKey {
+			k, _ := tok.(string)
+			if top.n > 0 {
+				_, _ = io.WriteString(bw, ",")
+			}
+			b, _ := json.Marshal(k)
+			_, _ = bw.Write(b)
+			_, _ = io.WriteString(bw, ":")
+			top.key, top.wantKey = k, false
+			continue
+		}
+		if top != nil && !top.obj && top.n > 0 {
+			_, _ = io.WriteString(bw, ",")
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			_, _ = io.WriteString(bw, v.String())
+			stack = append(stack, &frame{obj: v == '{', wantKey: v == '{'})
+		case json.Number:
+			_, _ = io.WriteString(bw, v.String())
+		default:
+			b, err := json.Marshal(v)
+			if err != nil {
+				return fmt.Errorf("stages answer: %w", err)
+			}
+			_, _ = bw.Write(b)
+			if s, ok := v.(string); ok && top != nil && top.obj && top.key == "executorId" {
+				top.execID, _ = json.Marshal(s)
+			}
+		}
+		if top != nil {
+			top.n++
+			if top.obj {
+				top.wantKey = true
+			}
+		} else if _, ok := tok.(json.Delim); !ok {
+			done = true
+		}
+		if bw.err != nil {
+			return bw.err
+		}
+	}
 }
