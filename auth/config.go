@@ -150,7 +150,10 @@ type SessionConfig struct {
 // SetDefaults fills every unset field with its default. It reads the
 // environment variables named above for secrets the file leaves out.
 func (c *Config) SetDefaults() {
-	if c.Mode == "" {
+	// An auth.oidc section without auth.mode is a forgotten "mode: oidc",
+	// not a reason to sign in the OS user: the mode stays unset, and
+	// Validate names it.
+	if c.Mode == "" && c.OIDC.Issuer == "" && c.OIDC.ClientID == "" {
 		c.Mode = ModeLocal
 	}
 	if c.Local.User == "" {
@@ -251,6 +254,8 @@ func (c *Config) Validate() []error {
 		if len(c.Session.Keys) == 0 {
 			add("auth.session.keys: required when auth.mode is oidc, so sessions survive restarts and replicas agree (or set %s)", EnvSessionKeys)
 		}
+	case "":
+		add("auth.mode: required when auth.oidc is set: oidc (or local, to ignore auth.oidc)")
 	default:
 		add("auth.mode: %q is not one of local, oidc", c.Mode)
 	}

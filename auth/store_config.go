@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -81,7 +82,12 @@ func (c *StoreConfig) validate() []error {
 		if c.Redis.Addr == "" {
 			add("auth.session.redis.addr: required when auth.session.store is redis")
 		} else if _, _, err := net.SplitHostPort(c.Redis.Addr); err != nil {
-			add("auth.session.redis.addr: %q is not host:port", c.Redis.Addr)
+			shown := c.Redis.Addr
+			if i := strings.LastIndex(shown, "@"); i >= 0 {
+				// A redis://user:password@host URL: never repeat its password.
+				shown = "…@" + shown[i+1:]
+			}
+			add("auth.session.redis.addr: %q is not host:port", shown)
 		}
 		if c.Redis.DB < 0 {
 			add("auth.session.redis.db: must not be negative")

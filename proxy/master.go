@@ -38,7 +38,11 @@ func ValidateMasters(ms []MasterConfig) []error {
 		u, err := url.Parse(m.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") ||
 			u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-			errs = append(errs, fmt.Errorf("%s.url: %q must be http(s)://host[:port]", key, m.URL))
+			shown := m.URL // never the password of a URL written with one
+			if err == nil {
+				shown = u.Redacted()
+			}
+			errs = append(errs, fmt.Errorf("%s.url: %q must be http(s)://host[:port]", key, shown))
 		}
 	}
 	return errs

@@ -124,9 +124,24 @@ func (c *Config) Validate() []error {
 		errs = append(errs, errors.New("debug_pprof: the profiles are served on metrics_listen, which is not set"))
 	}
 	if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("public_url: %q is not an http(s) URL", c.PublicURL))
+		errs = append(errs, fmt.Errorf("public_url: %q is not an http(s) URL", redactURL(c.PublicURL)))
+	} else if u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		// The redirect URL and app hosts' origins are built by appending to
+		// it, and it is logged at start.
+		errs = append(errs, fmt.Errorf("public_url: %q must be scheme://host[:port], without credentials, query or fragment", u.Redacted()))
 	} else if u.Path != "" {
 		errs = append(errs, fmt.Errorf("public_url: %q: serving under a path prefix is not supported; use a host of its own", c.PublicURL))
+	} else {
+		host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+		if d := c.Proxy.AppDomain; d != "" && strings.HasSuffix(host, "."+d) {
+			// proxy.Server.appHostID would take the main origin for an
+			// app's host: no index or sign-in there, and the main
+			// origin's cookies within the app hosts' domain.
+			errs = append(errs, fmt.Errorf("proxy.app_domain: %q covers public_url's host %q; the gateway's own host must not be under the app domain (e.g. public_url https://spark.example.com, app_domain apps.example.com)", d, host))
+		}
+		if cs := c.Auth.Session.CookieSecure; cs != nil && !*cs && u.Scheme == "https" {
+			errs = append(errs, errors.New("auth.session.cookie_secure: false with an https public_url would send the session cookie (with its refresh and ID tokens) over plain http and drop its __Host- prefix; remove the key"))
+		}
 	}
 	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
 		errs = append(errs, errors.New("tls: cert_file and key_file must be set together"))
@@ -185,6 +200,29 @@ func loadConfig(path string) (Config, error) {
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
 		return Config{}, fmt.Errorf("parsing %s: %w", path, err)
 	}
+	// A second document ("---") would be ignored, and whatever it sets
+	// (a sign-in gate, say) silently left at its default.
+	for {
+		var more yaml.Node
+		err := dec.Decode(&more)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return Config{}, fmt.Errorf("parsing %s: %w", path, err)
+		}
+		if len(more.Content) > 0 && more.Content[0].Kind != 0 && !(more.Content[0].Kind == yaml.ScalarNode && more.Content[0].Tag == "!!null") {
+			return Config{}, fmt.Errorf("parsing %s: line %d: a second YAML document (after ---); the whole configuration is one document", path, more.Line)
+		}
+	}
 	c.SetDefaults()
 	return c, nil
+}
+
+// redactURL hides the password of a URL that may not parse.
+func redactURL(s string) string {
+	if u, err := url.Parse(s); err == nil {
+		return u.Redacted()
+	}
+	return s
 }
