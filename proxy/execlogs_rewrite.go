@@ -202,11 +202,15 @@ func podLinkFor(pods map[string]string, rawID json.RawMessage) (json.RawMessage,
 	return b, err == nil
 }
 
-// stagesApp reports whether an upstream path is under an app's stages in
-// Spark's REST API (/api/v1/applications/<id>[/<attempt>]/stages[/…]),
-// whose tasks (taskList, taskTable, a stage's details) carry their
-// executor's executorLogs, and for which app and attempt.
-func stagesApp(p string) (id, attempt string, ok bool) {
+// taskLogsApp reports whether an upstream path is an answer of Spark's
+// REST API that its pages render log links from besides the executors
+// list, and for which app and attempt: a stage's task table and task list
+// (/api/v1/applications/<id>[/<attempt>]/stages/<stage>/<att>/{taskTable,
+// taskList}, whose tasks carry their executor's executorLogs) and the
+// other processes (allmiscellaneousprocess: a YARN AM's processLogs). A
+// stage's details carry the same links, but no page renders them, and
+// they hold every task of the stage: they go out as sent.
+func taskLogsApp(p string) (id, attempt string, ok bool) {
 	rest, ok := strings.CutPrefix(p, "/api/v1/applications/")
 	if !ok {
 		return "", "", false
@@ -215,22 +219,23 @@ func stagesApp(p string) (id, attempt string, ok bool) {
 	if len(segs) < 2 || !ValidAppID(segs[0]) {
 		return "", "", false
 	}
-	// allmiscellaneousprocess: the Executors tab's other processes (a
-	// YARN AM), whose processLogs it renders the same way.
-	isTasks := func(s string) bool { return s == "stages" || s == "allmiscellaneousprocess" }
-	switch {
-	case isTasks(segs[1]):
-	case len(segs) >= 3 && isTasks(segs[2]):
-		if ValidAttemptID(segs[1]) {
-			attempt = segs[1]
+	id, segs = segs[0], segs[1:]
+	if len(segs) > 1 && segs[0] != "stages" && segs[0] != "allmiscellaneousprocess" {
+		attempt, segs = segs[0], segs[1:]
+		if !ValidAttemptID(attempt) {
+			attempt = ""
 		}
+	}
+	switch {
+	case len(segs) == 1 && segs[0] == "allmiscellaneousprocess":
+	case len(segs) == 4 && segs[0] == "stages" && (segs[3] == "taskTable" || segs[3] == "taskList"):
 	default:
 		return "", "", false
 	}
-	return segs[0], attempt, true
+	return id, attempt, true
 }
 
-// rewriteTaskLogs is rewriteExecutorLogs for a stages answer: every
+// rewriteTaskLogs is rewriteExecutorLogs for taskLogsApp's answers: every
 // "executorLogs" member, at any depth, becomes the gateway's links of the
 // log types it names, for the "executorId" given before it in the same
 // object ({} without one). Spark's stage page renders those links as HTML

@@ -49,7 +49,7 @@ func TestTaskLogLinksRewritten(t *testing.T) {
 	apps := append(h.reg.Load().Apps(), &discovery.App{ID: appStandalone, Name: "sa", User: "alice", StartTime: time.Now(),
 		State: discovery.Running, UIURL: du, Source: "master:http://m:8080", ACLProps: map[string]string{"spark.ui.view.acls": "bob"}})
 	h.reg.Store(discovery.NewSnapshot(apps))
-	for _, p := range []string{"/stages/0/0/taskTable", "/stages/0/0/taskList", "/stages/0/0", "/allmiscellaneousprocess"} {
+	for _, p := range []string{"/stages/0/0/taskTable", "/stages/0/0/taskList", "/allmiscellaneousprocess"} {
 		path := "/app/" + appStandalone + "/api/v1/applications/" + appStandalone + p
 		resp, body := h.do(t, "GET", path, "bob", nil)
 		if resp.StatusCode != http.StatusOK {

@@ -442,12 +442,12 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 		links := execLogLinks{appID: id, attempt: attempt, onAppHost: st.onAppHost}
 		return rewriteExecutorLogs(resp, links, s.appPodLinks(id, st.onAppHost))
 	}
-	if id, attempt, ok := stagesApp(st.route.Path); ok && !html {
+	if id, attempt, ok := taskLogsApp(st.route.Path); ok && !html {
 		if st.route.AppID != "" {
 			id = st.route.AppID
 		}
-		// Tasks carry their executor's log links too (the stage page's
-		// task table renders them as HTML).
+		// Tasks and other processes carry log links too, which the stage
+		// page's task table and the Executors tab render as HTML.
 		return rewriteTaskLogs(resp, execLogLinks{appID: id, attempt: attempt, onAppHost: st.onAppHost})
 	}
 	if !html {
