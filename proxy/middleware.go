@@ -96,6 +96,17 @@ func Middleware(next http.Handler, logger *zap.Logger, m *Metrics) http.Handler 
 		w.Header()["X-Request-Id"] = rc.idHeader[:]
 		st.requestID = id
 		lw.ResponseWriter = w
+		// The front server has no WriteTimeout (answers stream as long as
+		// they flow); a client that stops reading is dropped instead once
+		// a write has waited writeStallTimeout. Armed now (HTTP/1), so
+		// that the flush after a small answer is bounded too (pipelined
+		// requests whose answers are never read).
+		if d, ok := w.(writeDeadliner); ok {
+			lw.dl, lw.perWrite = d, r.ProtoMajor >= 2
+			if !lw.perWrite {
+				lw.arm(start)
+			}
+		}
 		defer func() {
 			p := recover()
 			if p != nil && p != http.ErrAbortHandler { //nolint:errorlint // sentinel compared as net/http does
@@ -135,6 +146,14 @@ func Middleware(next http.Handler, logger *zap.Logger, m *Metrics) http.Handler 
 			}
 		}()
 		next.ServeHTTP(lw, r.WithContext(contextWithState(r.Context(), st)))
+		// What the handler left buffered is sent under a deadline that
+		// has not passed while it was quiet (a follow ending after a long
+		// wait for its next line).
+		lw.rearm()
+		if lw.perWrite {
+			// The stream then ends, and its timer with it.
+			_ = http.NewResponseController(lw.ResponseWriter).Flush()
+		}
 	})
 }
 
@@ -168,6 +187,48 @@ type logWriter struct {
 	http.ResponseWriter
 	status int
 	bytes  int64
+	// dl sets the connection's (HTTP/2: the stream's) write deadline;
+	// nil when the writer has none. armed is when it was last set.
+	dl    writeDeadliner
+	armed time.Time
+	// perWrite (HTTP/2) clears the deadline after each write: a stream's
+	// deadline resets the stream when it passes even while nothing is
+	// being written (a followed log waiting for its next line), where a
+	// connection's only fails a write still waiting.
+	perWrite bool
+}
+
+// writeDeadliner is net/http's response writer (HTTP/1 and HTTP/2).
+type writeDeadliner interface{ SetWriteDeadline(time.Time) error }
+
+// writeStallTimeout is how long one write to a client may wait for the
+// client to read before the connection is dropped. It bounds no answer's
+// length: the deadline moves on before every write, so a followed log or
+// a long download streams for as long as the client reads it.
+var writeStallTimeout = time.Minute
+
+// rearm moves the write deadline on when it was set more than an eighth
+// of writeStallTimeout ago (each write then has at least 7/8 of it), so
+// that a page of many small writes does not reset a timer for each.
+func (w *logWriter) rearm() {
+	if w.dl == nil {
+		return
+	}
+	if now := time.Now(); w.perWrite || now.Sub(w.armed) > writeStallTimeout/8 {
+		w.arm(now)
+	}
+}
+
+// disarm ends the deadline of a write that returned (HTTP/2 only).
+func (w *logWriter) disarm() {
+	if w.perWrite {
+		_ = w.dl.SetWriteDeadline(time.Time{})
+	}
+}
+
+func (w *logWriter) arm(now time.Time) {
+	w.armed = now
+	_ = w.dl.SetWriteDeadline(now.Add(writeStallTimeout))
 }
 
 func (w *logWriter) WriteHeader(code int) {
@@ -181,12 +242,16 @@ func (w *logWriter) Write(p []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
+	w.rearm()
+	defer w.disarm()
 	n, err := w.ResponseWriter.Write(p) //nolint:gosec // G705: passes the handler's bytes through unchanged; pages escape their own content
 	w.bytes += int64(n)
 	return n, err
 }
 
 func (w *logWriter) Flush() {
+	w.rearm()
+	defer w.disarm()
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}

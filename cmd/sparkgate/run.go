@@ -135,7 +135,9 @@ func run(ctx context.Context, cfg Config) error {
 		// Spark UI requests have no bodies worth waiting for.
 		ReadTimeout: 30 * time.Second,
 		// No WriteTimeout: Spark pages and event-log downloads stream for as
-		// long as they take; upstream timeouts bound the waiting instead.
+		// long as they take; upstream timeouts bound the waiting instead,
+		// and proxy.Middleware drops a client that reads nothing for a
+		// minute (writeStallTimeout).
 		IdleTimeout:    2 * time.Minute,
 		MaxHeaderBytes: 64 << 10,
 		ErrorLog:       zap.NewStdLog(logger.Named("http")),
