@@ -41,6 +41,12 @@ func executorsListApp(p string) (id, attempt string, ok bool) {
 // links its pod's log, whatever Spark listed (on Kubernetes, nothing unless
 // configured).
 func rewriteExecutorLogs(resp *http.Response, links execLogLinks, pods map[string]string) error {
+	return rewriteJSONAnswer(resp, func(w io.Writer, r io.Reader) error { return rewriteExecutorList(w, r, links, pods) })
+}
+
+// rewriteJSONAnswer has rewrite copy a successful JSON answer to a GET,
+// decoded, into its body as it streams; any other answer is left alone.
+func rewriteJSONAnswer(resp *http.Response, rewrite func(w io.Writer, r io.Reader) error) error {
 	if resp.Request.Method != http.MethodGet || resp.StatusCode != http.StatusOK ||
 		!strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "application/json") {
 		return nil
@@ -56,7 +62,7 @@ func rewriteExecutorLogs(resp *http.Response, links execLogLinks, pods map[strin
 	}
 	pr, pw := io.Pipe()
 	go func() {
-		err := rewriteExecutorList(pw, body, links, pods)
+		err := rewrite(pw, body)
 		_ = body.Close()
 		pw.CloseWithError(err) // nil: EOF for the reader
 	}()
@@ -242,29 +248,7 @@ func taskLogsApp(p string) (id, attempt string, ok bool) {
 // unescaped (utils.js formatLogsCells), and a History Server's come from
 // an event log that anyone may write.
 func rewriteTaskLogs(resp *http.Response, links execLogLinks) error {
-	if resp.Request.Method != http.MethodGet || resp.StatusCode != http.StatusOK ||
-		!strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "application/json") {
-		return nil
-	}
-	body := resp.Body
-	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
-		d, err := decodeBody(ce, body)
-		if err != nil {
-			return fmt.Errorf("%w: %q: %w", errEncodedHTML, ce, err)
-		}
-		body = d
-		resp.Header.Del("Content-Encoding")
-	}
-	pr, pw := io.Pipe()
-	go func() {
-		err := rewriteLogsDeep(pw, body, links)
-		_ = body.Close()
-		pw.CloseWithError(err)
-	}()
-	resp.Body = pr
-	resp.ContentLength = -1
-	resp.Header.Del("Content-Length")
-	return nil
+	return rewriteJSONAnswer(resp, func(w io.Writer, r io.Reader) error { return rewriteLogsDeep(w, r, links) })
 }
 
 // rewriteLogsDeep copies one JSON value from r to w token by token, each
