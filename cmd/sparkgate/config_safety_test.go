@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -48,14 +47,7 @@ func TestAppDomainMustNotCoverPublicHost(t *testing.T) {
 // was silently ignored, so a sign-in gate written there left the gateway
 // open to everyone the IdP knows while -check-config said "config ok".
 func TestMultiDocumentConfigIsAnError(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := configFiles(t)
 	for name, body := range map[string]string{
 		"gate in a second document": "listen: 127.0.0.1:8080\n---\nauth:\n  allowed_groups: [spark-users]\n",
 		"empty first document":      "---\n# sparkgate\n---\nlisten: 0.0.0.0:8080\n",

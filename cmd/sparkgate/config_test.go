@@ -161,14 +161,7 @@ func TestNoConfigIsSafeLocalMode(t *testing.T) {
 // TestLocalModeStaysOnLoopback: -check-config refuses local mode on an
 // address that is not loopback unless auth.local.allow_remote is set.
 func TestLocalModeStaysOnLoopback(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := configFiles(t)
 	remote := write("remote.yaml", "listen: 0.0.0.0:8080\n")
 	allowed := write("allowed.yaml", "listen: 0.0.0.0:8080\nauth: {local: {allow_remote: true}}\n")
 	tests := []struct {
@@ -199,5 +192,19 @@ func TestLocalModeStaysOnLoopback(t *testing.T) {
 				t.Errorf("mainErr(%q) = %v; want a configuration error naming auth.local.allow_remote", tc.args, err)
 			}
 		})
+	}
+}
+
+// configFiles returns a function that writes a config file into a
+// temporary directory and returns its path.
+func configFiles(t *testing.T) func(name, body string) string {
+	t.Helper()
+	dir := t.TempDir()
+	return func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
 }
