@@ -124,6 +124,11 @@ type fastStripper struct {
 	// bufsTaken says st's buffers are mem.bufs, taken when a tag is
 	// first judged.
 	bufsTaken bool
+	// drained is a start tag read and found to need judging, buf[lt:end],
+	// whose judging waits for the output before it to be returned: the
+	// scan resumes at lt and judges it without reading it again. end is 0
+	// when there is none.
+	drained struct{ lt, end int }
 
 	// slow is the tokenizer-based stripper the stream was handed to; it
 	// hands it back (slow.yielded) once it is at a token boundary in data
@@ -255,6 +260,7 @@ func (f *fastStripper) finish() {
 // fill reads src once into the buffer, after moving the undecided bytes
 // to its front (growing it only while one tag is longer than it).
 func (f *fastStripper) fill() {
+	f.drained.end = 0 // a drained tag is judged before any fill; never after one
 	from := f.end
 	if f.out > 0 {
 		from = 0
@@ -359,7 +365,16 @@ func (f *fastStripper) scan() (res scanResult) {
 				if mayClassify(b[lt+1 : nameEnd]) {
 					candidate, rc = classifyTag(b[lt+1 : nameEnd])
 				}
-				end, may, ok := scanAttrs(b, &f.idx, nameEnd, candidate && f.st.skip == "")
+				end, may, ok := nameEnd+1, false, true
+				switch {
+				case f.drained.end != 0 && f.drained.lt == lt:
+					end, may = f.drained.end, true
+					f.drained.end = 0
+				case nameEnd < len(b) && b[nameEnd] == '>':
+					// <td>, <tr>: no call.
+				default:
+					end, may, ok = scanAttrs(b, &f.idx, nameEnd, candidate && f.st.skip == "")
+				}
 				if !ok {
 					return f.tagWait(lt)
 				}
@@ -462,6 +477,9 @@ func (f *fastStripper) judge(b []byte, lt, end int, endTag bool) scanResult {
 	}
 	if f.out < lt || len(f.extra) > 0 {
 		f.pos, f.ready = lt, lt
+		if !endTag {
+			f.drained.lt, f.drained.end = lt, end
+		}
 		return scanDrain
 	}
 	raw := b[lt:end]
@@ -674,7 +692,11 @@ var tagClass = func() (t [256]uint8) {
 // its name's first byte at p: it returns the index after its '>', or ok
 // false if b ends first.
 func scanTag(b []byte, x *byteIndex, p int) (end int, ok bool) {
-	end, _, ok = scanAttrs(b, x, tagNameEnd(b, p), false)
+	p = tagNameEnd(b, p)
+	if p < len(b) && b[p] == '>' {
+		return p + 1, true // most end tags: no call
+	}
+	end, _, ok = scanAttrs(b, x, p, false)
 	return end, ok
 }
 
