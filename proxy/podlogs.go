@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,7 +40,44 @@ const (
 	podLogFollowMax = 5 * time.Minute
 	// podLogDownloadLimit bounds a download's time.
 	podLogDownloadLimit = 30 * time.Minute
+	// podLogStreamsPerUser bounds the pod logs one user reads at once
+	// through a replica: each holds a stream of the API server, whose
+	// capacity every team shares, for up to podLogFollowMax (a page) or
+	// podLogDownloadLimit (a download). A browser opens at most six
+	// connections to a host.
+	podLogStreamsPerUser = 8
 )
+
+// userSlots bounds what each user holds at once of something (max each).
+type userSlots struct {
+	mu   sync.Mutex
+	held map[string]int
+	max  int
+}
+
+// take takes one of user's slots; release gives it back. ok is false when
+// user holds max already.
+func (u *userSlots) take(user string) (release func(), ok bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.held[user] >= u.max {
+		return nil, false
+	}
+	if u.held == nil {
+		u.held = make(map[string]int)
+	}
+	u.held[user]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			u.mu.Lock()
+			defer u.mu.Unlock()
+			if u.held[user]--; u.held[user] <= 0 {
+				delete(u.held, user)
+			}
+		})
+	}, true
+}
 
 // PodLogSource is what serves the logs of apps' Kubernetes pods:
 // discovery's Kubernetes source (discovery.Discoverer).
@@ -178,6 +216,13 @@ func (s *Server) servePodLog(w http.ResponseWriter, r *http.Request, st *reqStat
 	if err != nil {
 		return err
 	}
+	release, ok := s.podLogStreams.take(st.ident.User)
+	if !ok {
+		return &httpError{Status: http.StatusTooManyRequests, Title: "Too many pod logs open", AppID: appID, RetryAfter: 10,
+			Msg: fmt.Sprintf("you are reading %d pod logs through this gateway already (followed pages and downloads); "+
+				"close one, or wait for one to end, and this page tries again", podLogStreamsPerUser)}
+	}
+	defer release()
 	if q.raw {
 		return s.downloadPodLog(w, r, pod, appID, pq)
 	}

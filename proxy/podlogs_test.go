@@ -369,6 +369,70 @@ func TestPodLogFollowCap(t *testing.T) {
 	}
 }
 
+// TestPodLogStreamsPerUser: a user holds at most podLogStreamsPerUser pod
+// logs open at once (each a stream of the API server's); the next gets
+// 429 with Retry-After and the API server is not asked, while other users
+// read theirs. A stream that ends gives its slot back.
+func TestPodLogStreamsPerUser(t *testing.T) {
+	t.Parallel()
+	f := &fakePods{logs: map[string]string{"pi-driver/spark-kubernetes-driver": "first line\n"}, follow: make(chan struct{})}
+	defer close(f.follow)
+	h := podLogHarness(t, f)
+	follow := func(user string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("GET", h.gw.URL+"/app/"+appKube+"/_/logs/pod/pi-driver?follow=1", nil)
+		req.AddCookie(&http.Cookie{Name: sessionName, Value: user})
+		resp, err := h.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	var open []*http.Response
+	defer func() {
+		for _, r := range open {
+			_ = r.Body.Close()
+		}
+	}()
+	for i := range podLogStreamsPerUser {
+		resp := follow("bob")
+		open = append(open, resp)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("bob's stream %d: %d", i+1, resp.StatusCode)
+		}
+	}
+	asked, _ := f.calls()
+	over := follow("bob")
+	body, _ := io.ReadAll(over.Body)
+	_ = over.Body.Close()
+	if over.StatusCode != http.StatusTooManyRequests || over.Header.Get("Retry-After") == "" || !strings.Contains(string(body), "pod logs") {
+		t.Errorf("bob's stream %d: %d, Retry-After %q\n%s", podLogStreamsPerUser+1, over.StatusCode, over.Header.Get("Retry-After"), body)
+	}
+	if now, _ := f.calls(); len(now) != len(asked) {
+		t.Errorf("the API server was asked for the refused stream")
+	}
+	// The owner is not held back by bob's streams; a download counts too.
+	if resp, _ := h.do(t, "GET", "/app/"+appKube+"/_/logs/pod/pi-driver/raw", "alice", nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("alice's download: %d", resp.StatusCode)
+	}
+	// Bob closes one: the gateway's handler ends and gives its slot back.
+	_ = open[0].Body.Close()
+	open = open[1:]
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp := follow("bob")
+		if resp.StatusCode == http.StatusOK {
+			open = append(open, resp)
+			break
+		}
+		_ = resp.Body.Close()
+		if time.Now().After(deadline) {
+			t.Fatalf("bob closed a stream; a new one still gets %d", resp.StatusCode)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // FuzzParsePodLogPath: what the path parser accepts is one pod name that
 // cannot climb out of the API server's pod path.
 func FuzzParsePodLogPath(f *testing.F) {

@@ -145,6 +145,8 @@ type Server struct {
 	nodes     *workerSet // YARN NodeManagers
 	logClient *http.Client
 	pods      PodLogSource // nil without a Kubernetes source
+	// podLogStreams counts the pod logs each user reads at once.
+	podLogStreams userSlots
 	// masters are the standalone masters served under /master/<name>/.
 	masters map[string]*masterTarget
 }
@@ -265,6 +267,7 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	s.pods = o.Pods
+	s.podLogStreams.max = podLogStreamsPerUser
 	return s, nil
 }
 
