@@ -307,71 +307,93 @@ func TestAppDomainConfig(t *testing.T) {
 
 // TestAppHostKillConfirm: with per-app origins and proxy.kill modify-acl,
 // the app's pages link kill controls to the confirmation page on the
-// app's own host, and the confirmation works there.
+// app's own host, and the confirmation works there. Over https its cookie
+// is __Host-sparkgate_csrf (Secure, Path=/, no Domain), which another
+// app's host cannot plant: one it plants under the plain name, for the
+// whole app domain, does not make the confirmation fail.
 func TestAppHostKillConfirm(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, func(o *Options) {
-		o.Config.AppDomain = "apps.test"
-		o.Config.Kill = KillModifyACL
-		o.PublicURL = "http://gw.test:8080"
-	})
-	appHost := appLive + ".apps.test:8080"
-	_, _, resp := h.handOff(t, "gw.test:8080", appHost, "/app/"+appLive+"/", &http.Cookie{Name: sessionName, Value: "alice"})
-	var appC *http.Cookie
-	for _, c := range resp.Cookies() {
-		if c.Name == appCookie {
-			appC = &http.Cookie{Name: c.Name, Value: c.Value}
-		}
-	}
-	if appC == nil {
-		t.Fatal("no app cookie after the hand-off")
-	}
-	do := func(method, path string, body string, cookies ...*http.Cookie) (*http.Response, string) {
-		req, _ := http.NewRequest(method, h.gw.URL+path, strings.NewReader(body))
-		req.Host = appHost
-		if body != "" {
-			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		}
-		for _, c := range cookies {
-			req.AddCookie(c)
-		}
-		resp, err := h.client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp, string(b)
-	}
-	_, page := do(http.MethodGet, "/jobs/", "", appC)
-	if !strings.Contains(page, `<a href="/jobs/job/kill/?id=7" class="kill-link">(kill)</a>`) {
-		t.Fatalf("jobs page on the app host lacks a confirmation link at the host's root:\n%s", page)
-	}
-	resp, body := do(http.MethodGet, "/jobs/job/kill/?id=7", "", appC)
-	m := csrfInput.FindStringSubmatch(body)
-	var csrf *http.Cookie
-	for _, c := range resp.Cookies() {
-		if c.Name == csrfCookie {
-			csrf = &http.Cookie{Name: c.Name, Value: c.Value}
-		}
-	}
-	if resp.StatusCode != http.StatusOK || m == nil || csrf == nil {
-		t.Fatalf("confirmation page on the app host = %d (token %v, cookie %v); want 200 with both", resp.StatusCode, m != nil, csrf)
-	}
-	// The gateway's pages on the app's host name no viewer: the driver's
-	// script shares the origin and could read who views its app.
-	_, bad := do(http.MethodGet, "/jobs/job/kill/?id=x", "", appC)
-	for _, p := range []string{body, bad} {
-		if strings.Contains(p, "signed in as") || strings.Contains(p, "alice") {
-			t.Errorf("a gateway page on the app host names its viewer:\n%s", p)
-		}
-	}
-	resp, _ = do(http.MethodPost, "/jobs/job/kill/?id=7", "csrf="+url.QueryEscape(html.UnescapeString(m[1])), appC, csrf)
-	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/jobs/" {
-		t.Fatalf("confirmed kill on the app host = %d, Location %q; want 303 to /jobs/", resp.StatusCode, resp.Header.Get("Location"))
-	}
-	if got := h.drv.last(t); got.Path != "/jobs/job/kill/" || got.RawQuery != "id=7" {
-		t.Errorf("driver got %s?%s; want the kill of job 7", got.Path, got.RawQuery)
+	for _, c := range []struct {
+		public, port, appCookie, csrfCookie string
+	}{
+		{"http://gw.test:8080", "8080", appCookie, csrfCookie},
+		{"https://gw.test:8443", "8443", hostAppCookie, hostCSRFCookie},
+	} {
+		t.Run(c.public, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, func(o *Options) {
+				o.Config.AppDomain = "apps.test"
+				o.Config.Kill = KillModifyACL
+				o.PublicURL = c.public
+			})
+			appHost := appLive + ".apps.test:" + c.port
+			_, _, resp := h.handOff(t, "gw.test:"+c.port, appHost, "/app/"+appLive+"/", &http.Cookie{Name: sessionName, Value: "alice"})
+			var appC *http.Cookie
+			for _, ck := range resp.Cookies() {
+				if ck.Name == c.appCookie {
+					appC = &http.Cookie{Name: ck.Name, Value: ck.Value}
+				}
+			}
+			if appC == nil {
+				t.Fatal("no app cookie after the hand-off")
+			}
+			do := func(method, path string, body string, cookies ...*http.Cookie) (*http.Response, string) {
+				req, _ := http.NewRequest(method, h.gw.URL+path, strings.NewReader(body))
+				req.Host = appHost
+				if body != "" {
+					req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				}
+				for _, ck := range cookies {
+					req.AddCookie(ck)
+				}
+				resp, err := h.client.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				return resp, string(b)
+			}
+			_, page := do(http.MethodGet, "/jobs/", "", appC)
+			if !strings.Contains(page, `<a href="/jobs/job/kill/?id=7" class="kill-link">(kill)</a>`) {
+				t.Fatalf("jobs page on the app host lacks a confirmation link at the host's root:\n%s", page)
+			}
+			resp, body := do(http.MethodGet, "/jobs/job/kill/?id=7", "", appC)
+			m := csrfInput.FindStringSubmatch(body)
+			var csrf *http.Cookie
+			for _, ck := range resp.Cookies() {
+				if ck.Name == c.csrfCookie {
+					if ck.Path != "/" || ck.Domain != "" || (c.csrfCookie == hostCSRFCookie && !ck.Secure) {
+						t.Errorf("confirmation cookie %s: Path %q, Domain %q, Secure %v", ck.Name, ck.Path, ck.Domain, ck.Secure)
+					}
+					csrf = &http.Cookie{Name: ck.Name, Value: ck.Value}
+				}
+			}
+			if resp.StatusCode != http.StatusOK || m == nil || csrf == nil {
+				t.Fatalf("confirmation page on the app host = %d (token %v, cookie %s %v); want 200 with both", resp.StatusCode, m != nil, c.csrfCookie, csrf)
+			}
+			// The gateway's pages on the app's host name no viewer: the driver's
+			// script shares the origin and could read who views its app.
+			_, bad := do(http.MethodGet, "/jobs/job/kill/?id=x", "", appC)
+			for _, p := range []string{body, bad} {
+				if strings.Contains(p, "signed in as") || strings.Contains(p, "alice") {
+					t.Errorf("a gateway page on the app host names its viewer:\n%s", p)
+				}
+			}
+			cookies := []*http.Cookie{appC, csrf}
+			if c.csrfCookie == hostCSRFCookie {
+				// What another app's host can plant for every app host,
+				// sent first, as a browser may.
+				cookies = []*http.Cookie{appC, {Name: csrfCookie, Value: "planted"}, csrf}
+			}
+			resp, _ = do(http.MethodPost, "/jobs/job/kill/?id=7", "csrf="+url.QueryEscape(html.UnescapeString(m[1])), cookies...)
+			if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/jobs/" {
+				t.Fatalf("confirmed kill on the app host = %d, Location %q; want 303 to /jobs/", resp.StatusCode, resp.Header.Get("Location"))
+			}
+			if got := h.drv.last(t); got.Path != "/jobs/job/kill/" || got.RawQuery != "id=7" {
+				t.Errorf("driver got %s?%s; want the kill of job 7", got.Path, got.RawQuery)
+			}
+		})
 	}
 }
 

@@ -21,9 +21,27 @@ import (
 	"github.com/sparkgate/sparkgate/proxy/discovery"
 )
 
-// csrfCookie is the double-submit cookie of the kill confirmation. Its
-// name starts with CookiePrefix, so it never reaches Spark.
-const csrfCookie = CookiePrefix + "_csrf"
+// csrfCookie is the double-submit cookie of the kill confirmation, and
+// hostCSRFCookie its name on an app's host over https (csrfCookieName).
+// Like every cookie, it never reaches Spark.
+const (
+	csrfCookie     = CookiePrefix + "_csrf"
+	hostCSRFCookie = "__Host-sparkgate_csrf"
+)
+
+// csrfCookieName is the confirmation cookie's name for st's host. On an
+// app's host over https it is "__Host-": a browser takes such a cookie only
+// from that very host, so a page of another app's host (a driver's script)
+// cannot plant one for the whole app domain and make the confirmation
+// fail. On the main host the cookie's path is the app's prefix, which a
+// "__Host-" name does not allow (Path=/ would let two confirmation pages
+// of different apps overwrite each other's).
+func (s *Server) csrfCookieName(st *reqState) string {
+	if st.onAppHost && s.publicURL != nil && s.publicURL.Scheme == "https" {
+		return hostCSRFCookie
+	}
+	return csrfCookie
+}
 
 // csrfMaxAge bounds how long a confirmation page may be left open.
 const csrfMaxAge = 10 * time.Minute
@@ -77,7 +95,7 @@ func (s *Server) serveKillConfirm(w http.ResponseWriter, r *http.Request, st *re
 		nonce := make([]byte, 18)
 		_, _ = rand.Read(nonce)
 		cookie := base64.RawURLEncoding.EncodeToString(nonce)
-		http.SetCookie(w, s.csrfCookie(r, rt.Prefix, cookie, int(csrfMaxAge/time.Second)))
+		http.SetCookie(w, s.csrfCookie(r, st, cookie, int(csrfMaxAge/time.Second)))
 		return s.pages.render(w, http.StatusOK, "killconfirm", killPage{
 			pageBase: st.page("Kill "+kind+" "+id+"?", 0),
 			Kind:     kind, ID: id, AppID: app.ID, AppName: app.Name,
@@ -89,7 +107,7 @@ func (s *Server) serveKillConfirm(w http.ResponseWriter, r *http.Request, st *re
 	if err := r.ParseForm(); err != nil {
 		return errorf(http.StatusBadRequest, "malformed form")
 	}
-	c, err := r.Cookie(csrfCookie)
+	c, err := r.Cookie(s.csrfCookieName(st))
 	if err != nil || !s.csrfValid(r.PostForm.Get("csrf"), st.ident.User, path, id, driverRun(app), c.Value) || !sameOrigin(r) {
 		return &httpError{Status: http.StatusForbidden, Title: "Confirmation expired", AppID: app.ID,
 			Msg: "the confirmation is missing, expired, from another page or for a driver of the app that has since been replaced; open the kill link again"}
@@ -107,7 +125,7 @@ func (s *Server) serveKillConfirm(w http.ResponseWriter, r *http.Request, st *re
 	}
 	s.audit.Info("kill sent", zap.String("request_id", st.requestID), zap.String("user", st.ident.User),
 		zap.String("app_id", app.ID), zap.String("kind", kind), zap.String("id", id))
-	http.SetCookie(w, s.csrfCookie(r, rt.Prefix, "", -1))
+	http.SetCookie(w, s.csrfCookie(r, st, "", -1))
 	w.Header().Set("Location", back)
 	w.WriteHeader(http.StatusSeeOther)
 	return nil
@@ -129,13 +147,15 @@ func (s *Server) killOnce(ctx context.Context, nonce string) bool {
 }
 
 // csrfCookie builds the kill confirmation's double-submit cookie under
-// the app's prefix; the deletion (maxAge -1, empty value) carries the same
-// attributes so that browsers replace the cookie they hold.
-func (s *Server) csrfCookie(r *http.Request, prefix, value string, maxAge int) *http.Cookie {
+// the app's prefix (on an app's host, "/"); the deletion (maxAge -1, empty
+// value) carries the same attributes so that browsers replace the cookie
+// they hold.
+func (s *Server) csrfCookie(r *http.Request, st *reqState, value string, maxAge int) *http.Cookie {
+	name := s.csrfCookieName(st)
 	return &http.Cookie{ //nolint:gosec // G124: HttpOnly and SameSite=Strict always; Secure over TLS or behind an https public URL
-		Name: csrfCookie, Value: value, Path: prefix + "/",
+		Name: name, Value: value, Path: st.route.Prefix + "/",
 		MaxAge: maxAge, HttpOnly: true,
-		Secure: r.TLS != nil || s.secure, SameSite: http.SameSiteStrictMode,
+		Secure: r.TLS != nil || s.secure || name == hostCSRFCookie, SameSite: http.SameSiteStrictMode,
 	}
 }
 
