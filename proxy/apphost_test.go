@@ -579,3 +579,78 @@ func TestDriverRESTRunsNoScript(t *testing.T) {
 		}
 	}
 }
+
+// TestAppHostKillConfirmProxyBase: on an app's host over https, a kill
+// link under /proxy/<id>/ (a driver with spark.ui.proxyBase) is confirmed
+// too. A browser takes a "__Host-" cookie only with Path=/, Secure and no
+// Domain; one set for Path=/proxy/<id>/ is dropped, and the confirmation
+// then always fails (403, no kill sent).
+func TestAppHostKillConfirmProxyBase(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(o *Options) {
+		o.Config.AppDomain = "apps.test"
+		o.Config.Kill = KillModifyACL
+		o.PublicURL = "https://gw.test:8443"
+	})
+	appHost := appLive + ".apps.test:8443"
+	_, _, resp := h.handOff(t, "gw.test:8443", appHost, "/app/"+appLive+"/", &http.Cookie{Name: sessionName, Value: "alice"})
+	var appC *http.Cookie
+	for _, ck := range resp.Cookies() {
+		if ck.Name == hostAppCookie {
+			appC = &http.Cookie{Name: ck.Name, Value: ck.Value}
+		}
+	}
+	if appC == nil {
+		t.Fatal("no app cookie after the hand-off")
+	}
+	do := func(method, path, body string, cookies ...*http.Cookie) (*http.Response, string) {
+		req, _ := http.NewRequest(method, h.gw.URL+path, strings.NewReader(body))
+		req.Host = appHost
+		if body != "" {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		for _, ck := range cookies {
+			req.AddCookie(ck)
+		}
+		resp, err := h.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	kill := "/proxy/" + appLive + "/jobs/job/kill/?id=7"
+	resp, body := do(http.MethodGet, kill, "", appC)
+	m := csrfInput.FindStringSubmatch(body)
+	if resp.StatusCode != http.StatusOK || m == nil {
+		t.Fatalf("confirmation page %s on the app host = %d (token %v); want 200 with a token", kill, resp.StatusCode, m != nil)
+	}
+	// What a browser keeps of the answer's cookies.
+	var csrf *http.Cookie
+	for _, ck := range resp.Cookies() {
+		if strings.HasPrefix(ck.Name, "__Host-") && (ck.Path != "/" || !ck.Secure || ck.Domain != "") {
+			t.Errorf("cookie %s: Path %q, Secure %v, Domain %q: a browser drops a __Host- cookie unless Path=/, Secure, no Domain",
+				ck.Name, ck.Path, ck.Secure, ck.Domain)
+			continue
+		}
+		if ck.Name == hostCSRFCookie {
+			csrf = &http.Cookie{Name: ck.Name, Value: ck.Value}
+		}
+	}
+	if csrf == nil {
+		t.Fatal("the browser keeps no confirmation cookie")
+	}
+	resp, _ = do(http.MethodPost, kill, "csrf="+url.QueryEscape(html.UnescapeString(m[1])), appC, csrf)
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("confirmed kill = %d; want 303", resp.StatusCode)
+	}
+	for _, ck := range resp.Cookies() {
+		if ck.Name == hostCSRFCookie && (ck.Path != "/" || !ck.Secure || ck.MaxAge >= 0) {
+			t.Errorf("deletion of %s: Path %q, Secure %v, MaxAge %d; want Path=/, Secure, MaxAge<0", ck.Name, ck.Path, ck.Secure, ck.MaxAge)
+		}
+	}
+	if got := h.drv.last(t); got.Path != "/jobs/job/kill/" || got.RawQuery != "id=7" {
+		t.Errorf("driver got %s?%s; want the kill of job 7", got.Path, got.RawQuery)
+	}
+}

@@ -152,8 +152,15 @@ func (s *Server) killOnce(ctx context.Context, nonce string) bool {
 // they hold.
 func (s *Server) csrfCookie(r *http.Request, st *reqState, value string, maxAge int) *http.Cookie {
 	name := s.csrfCookieName(st)
+	path := st.route.Prefix + "/"
+	if st.onAppHost {
+		// The host is the app's alone, also under /proxy/<id>/ (a driver
+		// with spark.ui.proxyBase), and a browser drops a "__Host-"
+		// cookie whose path is not "/".
+		path = "/"
+	}
 	return &http.Cookie{ //nolint:gosec // G124: HttpOnly and SameSite=Strict always; Secure over TLS or behind an https public URL
-		Name: name, Value: value, Path: st.route.Prefix + "/",
+		Name: name, Value: value, Path: path,
 		MaxAge: maxAge, HttpOnly: true,
 		Secure: r.TLS != nil || s.secure || name == hostCSRFCookie, SameSite: http.SameSiteStrictMode,
 	}
