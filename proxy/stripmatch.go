@@ -335,15 +335,25 @@ func isKillURL(u []byte) bool {
 	if i := indexEither(u, '?', '#'); i >= 0 {
 		u = u[:i]
 	}
+	// Spark's own kill controls end in a plain "kill" segment
+	// (".../jobs/job/kill/", ".../stages/stage/kill"): that segment alone
+	// decides, without a pass over the path (which would find it too).
+	t := u
+	if n := len(t); n > 0 && urlClass[t[n-1]] == ucSep {
+		t = t[:n-1]
+	}
+	if n := len(t); n >= 5 && urlClass[t[n-5]] == ucSep && asciiEqualFold(t[n-4:], "kill") {
+		return true
+	}
 	var dec [64]byte
 	// One pass over the path: a segment of ASCII without '%', the most
 	// common, is judged where it lies.
 	start, plain := 0, true
 	for i := 0; i <= len(u); i++ {
 		if i < len(u) {
-			switch c := u[i]; {
-			case c == '/' || c == '\\':
-			case c == '%' || c >= utf8.RuneSelf:
+			switch urlClass[u[i]] {
+			case ucSep:
+			case ucEscaped:
 				plain = false
 				continue
 			default:
@@ -412,10 +422,29 @@ func appendPercentDecodedLoose(dst, s []byte) []byte {
 // bytes.IndexAny(s, string(a)+string(b)) returns for two ASCII bytes,
 // without its per-call set (the stripper asks this of every URL it judges).
 func indexEither(s []byte, a, b byte) int {
-	for i, c := range s {
-		if c == a || c == b {
-			return i
-		}
+	// Two vector searches cost less than one loop over a URL's bytes.
+	i := bytes.IndexByte(s, a)
+	if i < 0 {
+		return bytes.IndexByte(s, b)
 	}
-	return -1
+	if j := bytes.IndexByte(s[:i], b); j >= 0 {
+		return j
+	}
+	return i
 }
+
+// Classes of a URL's path bytes, as isKillURL reads them: a segment
+// separator ('/', and '\' as browsers read it), or a byte that makes the
+// segment one to decode ('%', non-ASCII).
+const (
+	ucSep = 1 + iota
+	ucEscaped
+)
+
+var urlClass = func() (t [256]uint8) {
+	t['/'], t['\\'], t['%'] = ucSep, ucSep, ucEscaped
+	for c := utf8.RuneSelf; c < 0x100; c++ {
+		t[c] = ucEscaped
+	}
+	return t
+}()
