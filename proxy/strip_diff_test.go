@@ -186,6 +186,10 @@ func FuzzStripperDifferential(f *testing.F) {
 	f.Add(`<a class="kill-link" href="/jobs/job/kill/?id=1&amp;x=2">k</a><form action="/jobs/job/kill/"><input name="id" value="&#55;"><input name="id" value="7
 "></form>`)
 	f.Add(`<a class=kill-link><b/><i a=b/><br/><p x/ ></i></a><a href=/x/ kill-link/>y</a>`)
+	// Kill controls told by their first attribute (firstAttrKills), and
+	// near misses.
+	f.Add(`<A HREF="/x/KILL\" class="&#107;ill" href="/y">k</A><form ACTION="/app/x/jobs/job/kill" action="/y"><input name=id value=3></form>` +
+		`<a href="/jobs/job/kill/?id=2&amp;x" class="kill-link">z</a><a href="/kill/x"/>ok<a  href="/kill">s</a><a href= "/kill">t</a><form action="/kill/">`)
 	f.Fuzz(func(t *testing.T, in string) {
 		// A stripper that never ends is a failure with this input, not a
 		// hung fuzzer.

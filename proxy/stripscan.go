@@ -495,6 +495,8 @@ func (f *fastStripper) judge(b []byte, lt, end int, endTag bool) scanResult {
 		kept = f.st.token(nil, html.EndTagToken, raw)
 	case f.st.skip != "" && f.skipsUnread(raw):
 		kept = f.st.token(nil, html.StartTagToken, raw)
+	case f.st.skip == "" && f.st.firstAttrKills(raw):
+		// Removed, unread: kept is nil.
 	case f.attrs.read(raw):
 		// Outside a removed element the tag is judged because scanAttrs
 		// found it may be a kill control.
@@ -520,6 +522,45 @@ func (f *fastStripper) judge(b []byte, lt, end int, endTag bool) scanResult {
 		return scanDrain
 	}
 	return scanWait
+}
+
+// firstAttrKills handles, as token would, a start tag outside any removed
+// element that begins as Spark writes its kill controls, the 3.5 anchor
+// and the 4.0 form: an <a> whose first attribute is ` href="..."`, or a
+// <form> whose first is ` action="..."`, with a value the tokenizer
+// returns as it is (plainValue) that isKillURL refuses. judgeControl reads
+// attributes in their order and stops at that first one, the verdict
+// (kill) and the URL known, whatever follows it and whichever of rawTag
+// or the tokenizer reads the tag: so the tag is not read, and its element
+// is removed with its confirmation link owed. Any other tag is left alone
+// (false), to be judged in full.
+func (st *stripState) firstAttrKills(raw []byte) bool {
+	var name, key string
+	switch {
+	case len(raw) > 3 && raw[1]|0x20 == 'a' && raw[2] == ' ':
+		name, key = "a", "href"
+	case len(raw) > 6 && asciiEqualFold(raw[1:5], "form") && raw[5] == ' ':
+		name, key = "form", "action"
+	default:
+		return false
+	}
+	// The key ends at its '=': nothing else is in it.
+	ks := len(name) + 2
+	ke := ks + len(key)
+	if len(raw) < ke+2 || !asciiEqualFold(raw[ks:ke], key) || raw[ke] != '=' || raw[ke+1] != '"' {
+		return false
+	}
+	n := bytes.IndexByte(raw[ke+2:], '"')
+	if n < 0 {
+		return false
+	}
+	u := raw[ke+2 : ke+2+n]
+	if !plainValue(u) || !isKillURL(u) {
+		return false
+	}
+	st.startSkip(name)
+	st.owe(name, u)
+	return true
 }
 
 // skipsUnread reports whether the start tag raw, inside a removed
