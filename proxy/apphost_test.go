@@ -305,6 +305,44 @@ func TestAppDomainConfig(t *testing.T) {
 	}
 }
 
+// appHostSignIn hands alice's main-origin session over to appHost and
+// returns the app host's cookie (named name) the hand-off set.
+func appHostSignIn(t *testing.T, h *harness, mainHost, appHost, name string) *http.Cookie {
+	t.Helper()
+	_, _, resp := h.handOff(t, mainHost, appHost, "/app/"+appLive+"/", &http.Cookie{Name: sessionName, Value: "alice"})
+	for _, ck := range resp.Cookies() {
+		if ck.Name == name {
+			return &http.Cookie{Name: ck.Name, Value: ck.Value}
+		}
+	}
+	t.Fatalf("no %s cookie after the hand-off", name)
+	return nil
+}
+
+// appHostDo returns a function that sends a request to appHost (a form
+// when body is not empty) with cookies, and returns the answer and its
+// body.
+func appHostDo(t *testing.T, h *harness, appHost string) func(method, path, body string, cookies ...*http.Cookie) (*http.Response, string) {
+	return func(method, path, body string, cookies ...*http.Cookie) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, h.gw.URL+path, strings.NewReader(body))
+		req.Host = appHost
+		if body != "" {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		for _, ck := range cookies {
+			req.AddCookie(ck)
+		}
+		resp, err := h.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+}
+
 // TestAppHostKillConfirm: with per-app origins and proxy.kill modify-acl,
 // the app's pages link kill controls to the confirmation page on the
 // app's own host, and the confirmation works there. Over https its cookie
@@ -327,33 +365,8 @@ func TestAppHostKillConfirm(t *testing.T) {
 				o.PublicURL = c.public
 			})
 			appHost := appLive + ".apps.test:" + c.port
-			_, _, resp := h.handOff(t, "gw.test:"+c.port, appHost, "/app/"+appLive+"/", &http.Cookie{Name: sessionName, Value: "alice"})
-			var appC *http.Cookie
-			for _, ck := range resp.Cookies() {
-				if ck.Name == c.appCookie {
-					appC = &http.Cookie{Name: ck.Name, Value: ck.Value}
-				}
-			}
-			if appC == nil {
-				t.Fatal("no app cookie after the hand-off")
-			}
-			do := func(method, path string, body string, cookies ...*http.Cookie) (*http.Response, string) {
-				req, _ := http.NewRequest(method, h.gw.URL+path, strings.NewReader(body))
-				req.Host = appHost
-				if body != "" {
-					req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-				}
-				for _, ck := range cookies {
-					req.AddCookie(ck)
-				}
-				resp, err := h.client.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer resp.Body.Close()
-				b, _ := io.ReadAll(resp.Body)
-				return resp, string(b)
-			}
+			appC := appHostSignIn(t, h, "gw.test:"+c.port, appHost, c.appCookie)
+			do := appHostDo(t, h, appHost)
 			_, page := do(http.MethodGet, "/jobs/", "", appC)
 			if !strings.Contains(page, `<a href="/jobs/job/kill/?id=7" class="kill-link">(kill)</a>`) {
 				t.Fatalf("jobs page on the app host lacks a confirmation link at the host's root:\n%s", page)
@@ -593,33 +606,8 @@ func TestAppHostKillConfirmProxyBase(t *testing.T) {
 		o.PublicURL = "https://gw.test:8443"
 	})
 	appHost := appLive + ".apps.test:8443"
-	_, _, resp := h.handOff(t, "gw.test:8443", appHost, "/app/"+appLive+"/", &http.Cookie{Name: sessionName, Value: "alice"})
-	var appC *http.Cookie
-	for _, ck := range resp.Cookies() {
-		if ck.Name == hostAppCookie {
-			appC = &http.Cookie{Name: ck.Name, Value: ck.Value}
-		}
-	}
-	if appC == nil {
-		t.Fatal("no app cookie after the hand-off")
-	}
-	do := func(method, path, body string, cookies ...*http.Cookie) (*http.Response, string) {
-		req, _ := http.NewRequest(method, h.gw.URL+path, strings.NewReader(body))
-		req.Host = appHost
-		if body != "" {
-			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		}
-		for _, ck := range cookies {
-			req.AddCookie(ck)
-		}
-		resp, err := h.client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp, string(b)
-	}
+	appC := appHostSignIn(t, h, "gw.test:8443", appHost, hostAppCookie)
+	do := appHostDo(t, h, appHost)
 	kill := "/proxy/" + appLive + "/jobs/job/kill/?id=7"
 	resp, body := do(http.MethodGet, kill, "", appC)
 	m := csrfInput.FindStringSubmatch(body)
